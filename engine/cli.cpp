@@ -1,0 +1,84 @@
+#include "engine/cli.hpp"
+
+#include <exception>
+#include <functional>
+#include <map>
+
+#include "engine/commands.hpp"
+#include "engine/input_error.hpp"
+#include "engine/presets.hpp"
+
+#ifndef MESHFIT_VERSION
+#define MESHFIT_VERSION "0.0.0"
+#endif
+
+namespace meshfit {
+
+namespace {
+
+using Command = std::function<int(const std::vector<std::string>&, std::ostream&)>;
+
+struct CommandInfo {
+  Command run;
+  const char* summary;
+};
+
+const std::map<std::string, CommandInfo>& commands() {
+  static const std::map<std::string, CommandInfo> table = {
+      {"models", {command_models, "list the bundled model presets"}},
+      {"devices", {command_devices, "list the bundled device presets"}},
+      {"show", {command_show, "the resolved model: dims, layer kinds, parameter counts by part"}},
+  };
+  return table;
+}
+
+void print_usage(std::ostream& out) {
+  out << "meshfit " MESHFIT_VERSION " - find how to shard an LLM's training over a cluster\n\n"
+         "Usage: meshfit <subcommand> [options]\n\nSubcommands:\n";
+  for (const auto& [name, info] : commands()) {
+    out << "  " << name << std::string(10 - name.size(), ' ') << info.summary << '\n';
+  }
+  out << "\nRun 'meshfit <subcommand> --help' for its options.\n"
+         "Exit codes: 0 success; 1 a check failed or nothing fits; 2 bad input or usage;\n"
+         "3 internal error.\n";
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    print_usage(err);
+    return kExitBadInput;
+  }
+  const std::string& first = args[0];
+  if (first == "--version" || first == "-V") {
+    out << "meshfit " MESHFIT_VERSION "\n";
+    return kExitOk;
+  }
+  if (first == "--help" || first == "-h" || first == "help") {
+    print_usage(out);
+    return kExitOk;
+  }
+  const auto it = commands().find(first);
+  if (it == commands().end()) {
+    std::vector<std::string> names;
+    for (const auto& [name, info] : commands()) names.push_back(name);
+    err << "meshfit: unknown subcommand '" << first << "'" << suggestion_text(first, names) << "\n"
+        << "Try 'meshfit --help'.\n";
+    return kExitBadInput;
+  }
+  try {
+    return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()), out);
+  } catch (const UsageError& e) {
+    err << e.what() << '\n';
+    return kExitBadInput;
+  } catch (const InputError& e) {
+    err << "meshfit " << first << ": error: " << e.what() << '\n';
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    err << "meshfit " << first << ": internal error: " << e.what() << '\n';
+    return kExitInternal;
+  }
+}
+
+}  // namespace meshfit

@@ -1,0 +1,78 @@
+#include "engine/cli_options.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/input_error.hpp"
+
+namespace meshfit {
+
+void add_common_options(po::options_description& desc, CommonFlags& flags) {
+  desc.add_options()
+      ("format", po::value(&flags.format)->default_value("table"), "output format: table or json")
+      ("help,h", po::bool_switch(&flags.help), "show this help");
+}
+
+void add_run_options(po::options_description& desc, RunFlags& flags) {
+  desc.add_options()
+      ("seq", po::value<std::int64_t>(), "sequence length in tokens")
+      ("global-batch", po::value<std::int64_t>(), "sequences per optimizer step")
+      ("micro-batch", po::value<std::int64_t>(), "sequences per micro-batch (default: free)")
+      ("grad-bytes", po::value<std::int64_t>(), "bytes per accumulated gradient element: 2 or 4")
+      ("precision", po::value<std::string>(),
+       "precision preset: megatron_bf16, deepspeed_fp16, fsdp2_bf16, fp32, bf16_moments "
+       "(default: the framework's)")
+      ("optimizer", po::value(&flags.optimizer)->default_value("adamw"),
+       "adamw, sgd_momentum, muon or adafactor")
+      ("no-flash-attention", po::bool_switch(&flags.no_flash_attention),
+       "attention materialises its s x s scores")
+      ("framework", po::value(&flags.framework)->default_value("megatron"),
+       "whose defaults apply: megatron, torchtitan or deepspeed")
+      ("rules", po::value(&flags.rules)->default_value("default"),
+       "memory-model rules: default or sapp-nd (the seed-compatible profile)");
+}
+
+void collect_run_flags(const po::variables_map& vm, RunFlags& flags) {
+  auto take = [&](const char* name, std::optional<std::int64_t>& out) {
+    if (vm.count(name)) out = vm[name].as<std::int64_t>();
+  };
+  take("seq", flags.seq);
+  take("global-batch", flags.global_batch);
+  take("micro-batch", flags.micro_batch);
+  take("grad-bytes", flags.grad_bytes);
+  if (vm.count("precision")) flags.precision = vm["precision"].as<std::string>();
+}
+
+po::variables_map parse_options(const std::string& command, const std::vector<std::string>& args,
+                                const po::options_description& desc,
+                                const po::positional_options_description* positional) {
+  po::variables_map vm;
+  try {
+    po::command_line_parser parser(args);
+    parser.options(desc).style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing);
+    if (positional) {
+      parser.positional(*positional);
+    } else {
+      po::positional_options_description none;
+      parser.positional(none);
+    }
+    po::store(parser.run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError("meshfit " + command + ": " + e.what() + "\nTry 'meshfit " + command + " --help'.");
+  }
+  return vm;
+}
+
+OutputFormat parse_format(const std::string& value, const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    throw UsageError("--format: expected one of " + list + ", got '" + value + "'");
+  }
+  if (value == "json") return OutputFormat::json;
+  if (value == "csv") return OutputFormat::csv;
+  return OutputFormat::table;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,98 @@
+#include "engine/device_config.hpp"
+
+#include <filesystem>
+#include <limits>
+
+#include "engine/input_error.hpp"
+#include "engine/presets.hpp"
+#include "engine/yaml_fields.hpp"
+
+namespace meshfit {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::max();
+
+Device preset_device(const std::string& name, const std::string& source, const std::string& field) {
+  const auto preset = find_preset("devices", name);
+  if (!preset) {
+    throw InputError(source, field, "unknown device preset '" + name + "'" +
+                                        suggestion_text(name, preset_names("devices")));
+  }
+  return device_from_yaml(parse_yaml_text(std::string(preset->content), preset->source), preset->source);
+}
+
+}  // namespace
+
+Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
+  const Fields f(doc, source);
+  f.reject_unknown({"name", "preset", "capacity", "fragmentation", "overhead_context",
+                    "overhead_per_communicator", "overhead_workspaces", "overhead_ep_library",
+                    "overhead_fixed", "peak_flops", "hbm_bandwidth", "devices_per_node",
+                    "intra_bandwidth", "inter_bandwidth", "eta_max", "kernel_overhead", "eta_intra",
+                    "eta_inter", "alpha_intra", "alpha_inter", "eta_hbm"});
+  Device d;
+  const auto base = f.optional_string("preset");
+  if (base) d = preset_device(*base, source, "preset");
+  d.name = f.optional_string("name").value_or(base ? d.name : std::filesystem::path(source).stem().string());
+
+  // Without a preset to start from, the hardware figures must all be given.
+  auto positive = [&](const char* key, double& out) {
+    if (const auto v = f.optional_number(key, 0, kInf)) {
+      if (*v <= 0) f.fail(key, "expected a positive number, got " + std::to_string(*v));
+      out = *v;
+    } else if (!base) {
+      f.fail(key, "missing; expected a positive number (or 'preset:' to start from a bundled device)");
+    }
+  };
+  auto bounded = [&](const char* key, double& out, double lo, double hi) {
+    if (const auto v = f.optional_number(key, lo, hi)) out = *v;
+  };
+  positive("capacity", d.capacity);
+  positive("peak_flops", d.peak_flops);
+  positive("hbm_bandwidth", d.hbm_bandwidth);
+  positive("intra_bandwidth", d.intra_bandwidth);
+  positive("inter_bandwidth", d.inter_bandwidth);
+  if (const auto v = f.optional_int("devices_per_node")) {
+    d.devices_per_node = *v;
+  } else if (!base) {
+    f.fail("devices_per_node", "missing; expected a positive integer");
+  }
+  bounded("fragmentation", d.fragmentation, 0, 10);
+  bounded("overhead_context", d.overhead_context, 0, kInf);
+  bounded("overhead_per_communicator", d.overhead_per_communicator, 0, kInf);
+  bounded("overhead_workspaces", d.overhead_workspaces, 0, kInf);
+  bounded("overhead_ep_library", d.overhead_ep_library, 0, kInf);
+  bounded("overhead_fixed", d.overhead_fixed, 0, kInf);
+  bounded("eta_max", d.eta_max, 1e-6, 1);
+  bounded("kernel_overhead", d.kernel_overhead, 0, 1);
+  bounded("eta_intra", d.eta_intra, 1e-6, 1);
+  bounded("eta_inter", d.eta_inter, 1e-6, 1);
+  bounded("alpha_intra", d.alpha_intra, 0, 1);
+  bounded("alpha_inter", d.alpha_inter, 0, 1);
+  bounded("eta_hbm", d.eta_hbm, 1e-6, 1);
+  return d;
+}
+
+Device load_device(const std::string& spec) {
+  if (const auto preset = find_preset("devices", spec)) {
+    return device_from_yaml(parse_yaml_text(std::string(preset->content), preset->source), preset->source);
+  }
+  std::error_code ec;
+  const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".yaml") ||
+                               spec.ends_with(".yml") || spec.ends_with(".json");
+  if (!std::filesystem::exists(spec, ec) && !looks_like_path) {
+    throw InputError("--device: unknown device preset '" + spec + "'" +
+                     suggestion_text(spec, preset_names("devices")) + "; or give a path to a device YAML");
+  }
+  return device_from_yaml(load_yaml_file(spec), spec);
+}
+
+Cluster make_cluster(const std::string& device_spec, std::int64_t devices) {
+  if (devices < 1) {
+    throw InputError("--devices: expected a positive integer, got " + std::to_string(devices));
+  }
+  return Cluster{load_device(device_spec), devices};
+}
+
+}  // namespace meshfit

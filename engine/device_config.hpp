@@ -1,0 +1,19 @@
+// Device input: a bundled preset (data/devices) or a device YAML that may start from a preset
+// (`preset: h100-80gb`) and override any field (shared/spec/devices.md).
+#pragma once
+
+#include <string>
+
+#include <yaml-cpp/yaml.h>
+
+#include "estimators/device.hpp"
+
+namespace meshfit {
+
+Device device_from_yaml(const YAML::Node& doc, const std::string& source);
+// A preset name (case-insensitive) or a path to a device YAML.
+Device load_device(const std::string& spec);
+// A cluster: the device and a device count (>= 1).
+Cluster make_cluster(const std::string& device_spec, std::int64_t devices);
+
+}  // namespace meshfit

@@ -1,0 +1,347 @@
+#include "engine/model_config.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+
+#include "engine/input_error.hpp"
+#include "engine/presets.hpp"
+#include "engine/yaml_fields.hpp"
+
+namespace meshfit {
+
+namespace {
+
+// A value with the field it came from, so that a later check can name that field.
+template <class T>
+struct Sourced {
+  std::optional<T> value;
+  std::string field;
+  void set(std::optional<T> v, const std::string& f) {
+    if (v) {
+      value = v;
+      field = f;
+    }
+  }
+};
+
+// Everything the family mapping of §2.1.2 reads, before validation and layer derivation.
+struct Draft {
+  Sourced<std::int64_t> h, L, a, n_kv, d_h, V, f, P_pos;
+  Sourced<bool> gated, qkv_bias, o_bias, mlp_bias, qk_norm, tie, router_bias, shared_gate;
+  Sourced<std::string> norm, attention;
+  Sourced<std::int64_t> E, k, f_e, n_s, f_se, L_0, q_moe, sparse_step, n_mtp;
+  Sourced<std::int64_t> r_q, r_kv, d_nope, d_rope, d_v;
+  std::vector<std::int64_t> mlp_only_layers;
+  std::string mlp_only_field;
+  bool moe_every_layer = false;  // mixtral: every layer is MoE
+  bool moe_deepseek_rule = false;  // ℓ ≥ L_0 and ℓ mod q_moe = 0
+  bool attention_dropout = false, hidden_dropout = false, embedding_dropout = false;
+};
+
+const std::vector<std::string> kTypes = {"llama",  "mistral",   "mixtral",     "qwen2",
+                                         "qwen3",  "qwen3_moe", "qwen2_moe",   "deepseek_v3",
+                                         "deepseek_v2", "gpt2"};
+
+// Fields every llama-like family shares (§2.1.2, row `llama`).
+void read_llama_like(const Fields& c, Draft& d) {
+  d.h.set(c.optional_int("hidden_size"), "hidden_size");
+  d.L.set(c.optional_int("num_hidden_layers"), "num_hidden_layers");
+  d.a.set(c.optional_int("num_attention_heads"), "num_attention_heads");
+  d.n_kv.set(c.optional_int("num_key_value_heads"), "num_key_value_heads");
+  d.d_h.set(c.optional_int("head_dim"), "head_dim");
+  d.V.set(c.optional_int("vocab_size"), "vocab_size");
+  d.f.set(c.optional_int("intermediate_size"), "intermediate_size");
+  d.tie.set(c.optional_bool("tie_word_embeddings"), "tie_word_embeddings");
+  d.gated.set(true, "model_type");
+  d.norm.set(std::string("rms"), "model_type");
+}
+
+void read_attention_bias(const Fields& c, Draft& d) {
+  const auto bias = c.optional_bool("attention_bias");
+  d.qkv_bias.set(bias, "attention_bias");
+  d.o_bias.set(bias, "attention_bias");
+}
+
+void read_family(const std::string& type, const Fields& c, Draft& d) {
+  if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" ||
+      type == "qwen3" || type == "qwen3_moe" || type == "qwen2_moe") {
+    read_llama_like(c, d);
+  }
+  if (type == "llama") {
+    read_attention_bias(c, d);
+    d.mlp_bias.set(c.optional_bool("mlp_bias"), "mlp_bias");
+  } else if (type == "mixtral") {
+    d.E.set(c.optional_int("num_local_experts"), "num_local_experts");
+    d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
+    d.f_e.set(c.optional_int("intermediate_size"), "intermediate_size");
+    d.moe_every_layer = true;
+  } else if (type == "qwen2") {
+    // Qwen2 has q/k/v biases and no output bias, fixed by the architecture, not the config.
+    d.qkv_bias.set(true, "model_type");
+    d.o_bias.set(false, "model_type");
+  } else if (type == "qwen3" || type == "qwen3_moe") {
+    read_attention_bias(c, d);
+    d.qk_norm.set(true, "model_type");
+  } else if (type == "qwen2_moe") {
+    d.qkv_bias.set(true, "model_type");
+    d.shared_gate.set(true, "model_type");
+    d.f_se.set(c.optional_int("shared_expert_intermediate_size"), "shared_expert_intermediate_size");
+    if (d.f_se.value) d.n_s.set(1, "shared_expert_intermediate_size");
+  }
+  if (type == "qwen3_moe" || type == "qwen2_moe") {
+    d.E.set(c.optional_int("num_experts", 0), "num_experts");
+    d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
+    d.f_e.set(c.optional_int("moe_intermediate_size"), "moe_intermediate_size");
+    d.sparse_step.set(c.optional_int("decoder_sparse_step"), "decoder_sparse_step");
+    d.mlp_only_layers = c.int_list("mlp_only_layers", 0);
+    d.mlp_only_field = "mlp_only_layers";
+  }
+  if (type == "deepseek_v3" || type == "deepseek_v2") {
+    d.h.set(c.optional_int("hidden_size"), "hidden_size");
+    d.L.set(c.optional_int("num_hidden_layers"), "num_hidden_layers");
+    d.a.set(c.optional_int("num_attention_heads"), "num_attention_heads");
+    d.V.set(c.optional_int("vocab_size"), "vocab_size");
+    d.f.set(c.optional_int("intermediate_size"), "intermediate_size");
+    d.f_e.set(c.optional_int("moe_intermediate_size"), "moe_intermediate_size");
+    d.E.set(c.optional_int("n_routed_experts", 0), "n_routed_experts");
+    d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
+    d.n_s.set(c.optional_int("n_shared_experts", 0), "n_shared_experts");
+    d.L_0.set(c.optional_int("first_k_dense_replace", 0), "first_k_dense_replace");
+    d.q_moe.set(c.optional_int("moe_layer_freq"), "moe_layer_freq");
+    d.r_q.set(c.optional_int("q_lora_rank", 0), "q_lora_rank");
+    d.r_kv.set(c.optional_int("kv_lora_rank"), "kv_lora_rank");
+    d.d_nope.set(c.optional_int("qk_nope_head_dim"), "qk_nope_head_dim");
+    d.d_rope.set(c.optional_int("qk_rope_head_dim", 0), "qk_rope_head_dim");
+    d.d_v.set(c.optional_int("v_head_dim"), "v_head_dim");
+    d.n_mtp.set(c.optional_int("num_nextn_predict_layers", 0), "num_nextn_predict_layers");
+    d.tie.set(c.optional_bool("tie_word_embeddings"), "tie_word_embeddings");
+    // DeepSeek-V3's noaux_tc routing adds e_score_correction_bias, one value per expert.
+    d.router_bias.set(c.optional_string("topk_method") == std::optional<std::string>("noaux_tc"),
+                      "topk_method");
+    d.attention.set(std::string("mla"), "model_type");
+    d.gated.set(true, "model_type");
+    d.norm.set(std::string("rms"), "model_type");
+    d.moe_deepseek_rule = true;
+  }
+  if (type == "gpt2") {
+    d.h.set(c.optional_int("n_embd"), "n_embd");
+    d.L.set(c.optional_int("n_layer"), "n_layer");
+    d.a.set(c.optional_int("n_head"), "n_head");
+    d.V.set(c.optional_int("vocab_size"), "vocab_size");
+    d.f.set(c.optional_int("n_inner"), "n_inner");
+    d.P_pos.set(c.optional_int("n_positions", 0), "n_positions");
+    d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
+    d.gated.set(false, "model_type");
+    d.norm.set(std::string("ln"), "model_type");
+    d.qkv_bias.set(true, "model_type");
+    d.o_bias.set(true, "model_type");
+    d.mlp_bias.set(true, "model_type");
+    d.attention_dropout = c.optional_number("attn_pdrop", 0, 1).value_or(0) > 0;
+    d.hidden_dropout = c.optional_number("resid_pdrop", 0, 1).value_or(0) > 0;
+    d.embedding_dropout = c.optional_number("embd_pdrop", 0, 1).value_or(0) > 0;
+  }
+}
+
+// The `model:` block: symbols of memory-model.md §2.1.1 written in ASCII; they override the
+// config's fields and make an unknown model_type usable.
+void read_symbols(const Fields& s, Draft& d) {
+  s.reject_unknown({"h", "L", "a", "n_kv", "d_h", "V", "f", "P_pos", "gated", "norm", "qkv_bias",
+                    "o_bias", "mlp_bias", "qk_norm", "tie", "E", "k", "f_e", "n_s", "f_se",
+                    "router_bias", "shared_gate", "L_0", "q_moe", "sparse_step", "mlp_only_layers",
+                    "attention", "r_q", "r_kv", "d_nope", "d_rope", "d_v", "n_mtp"});
+  auto i = [&](Sourced<std::int64_t>& t, const char* key, std::int64_t min = 1) {
+    t.set(s.optional_int(key, min), s.path(key));
+  };
+  auto b = [&](Sourced<bool>& t, const char* key) { t.set(s.optional_bool(key), s.path(key)); };
+  i(d.h, "h"); i(d.L, "L"); i(d.a, "a"); i(d.n_kv, "n_kv"); i(d.d_h, "d_h"); i(d.V, "V");
+  i(d.f, "f"); i(d.P_pos, "P_pos", 0); i(d.E, "E", 0); i(d.k, "k"); i(d.f_e, "f_e");
+  i(d.n_s, "n_s", 0); i(d.f_se, "f_se"); i(d.L_0, "L_0", 0); i(d.q_moe, "q_moe");
+  i(d.sparse_step, "sparse_step"); i(d.r_q, "r_q", 0); i(d.r_kv, "r_kv"); i(d.d_nope, "d_nope");
+  i(d.d_rope, "d_rope", 0); i(d.d_v, "d_v"); i(d.n_mtp, "n_mtp", 0);
+  b(d.gated, "gated"); b(d.qkv_bias, "qkv_bias"); b(d.o_bias, "o_bias"); b(d.mlp_bias, "mlp_bias");
+  b(d.qk_norm, "qk_norm"); b(d.tie, "tie"); b(d.router_bias, "router_bias");
+  b(d.shared_gate, "shared_gate");
+  d.norm.set(s.optional_string("norm"), s.path("norm"));
+  d.attention.set(s.optional_string("attention"), s.path("attention"));
+  if (s.has("mlp_only_layers")) {
+    d.mlp_only_layers = s.int_list("mlp_only_layers", 0);
+    d.mlp_only_field = s.path("mlp_only_layers");
+  }
+  if (s.has("E") && !d.moe_deepseek_rule && !d.sparse_step.value) d.moe_every_layer = true;
+}
+
+std::int64_t need(const Sourced<std::int64_t>& v, const Fields& c, const std::string& field,
+                  const std::string& why) {
+  if (!v.value) c.fail(field, "missing; expected a positive integer (" + why + ")");
+  return *v.value;
+}
+
+// Which body layers are MoE (§2.1.2, by family).
+void derive_layers(const Draft& d, const Fields& c, Model& m) {
+  m.layer_ffn.assign(static_cast<std::size_t>(m.layers), FfnKind::dense);
+  if (m.experts == 0) return;
+  for (std::int64_t l : d.mlp_only_layers) {
+    if (l >= m.layers) {
+      c.fail(d.mlp_only_field, "layer index " + std::to_string(l) + " is not below the " +
+                                   std::to_string(m.layers) + " body layers");
+    }
+  }
+  const std::int64_t step = d.sparse_step.value.value_or(1);
+  const std::int64_t freq = d.q_moe.value.value_or(1);
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    bool moe = true;
+    if (d.moe_deepseek_rule) {
+      moe = l >= m.first_dense && l % freq == 0;
+    } else if (!d.moe_every_layer) {
+      const bool listed = std::find(d.mlp_only_layers.begin(), d.mlp_only_layers.end(), l) !=
+                          d.mlp_only_layers.end();
+      moe = !listed && (l + 1) % step == 0;
+    }
+    m.layer_ffn[static_cast<std::size_t>(l)] = moe ? FfnKind::moe : FfnKind::dense;
+  }
+}
+
+Model build(const Draft& d, const Fields& c, const std::string& type, const std::string& name) {
+  Model m;
+  m.name = name;
+  m.model_type = type;
+  const bool gpt2 = type == "gpt2";
+  m.hidden = need(d.h, c, d.h.field.empty() ? (gpt2 ? "n_embd" : "hidden_size") : d.h.field, "hidden size");
+  m.layers = need(d.L, c, d.L.field.empty() ? (gpt2 ? "n_layer" : "num_hidden_layers") : d.L.field, "body layers");
+  m.heads = need(d.a, c, d.a.field.empty() ? (gpt2 ? "n_head" : "num_attention_heads") : d.a.field, "query heads");
+  m.vocab = need(d.V, c, d.V.field.empty() ? "vocab_size" : d.V.field, "vocabulary size");
+  m.gated = d.gated.value.value_or(true);
+  const std::string norm = d.norm.value.value_or("rms");
+  if (norm != "rms" && norm != "ln") c.fail(d.norm.field, "expected 'rms' or 'ln', got '" + norm + "'");
+  m.norm = norm == "rms" ? NormKind::rms : NormKind::layernorm;
+  m.qkv_bias = d.qkv_bias.value.value_or(false);
+  m.o_bias = d.o_bias.value.value_or(false);
+  m.mlp_bias = d.mlp_bias.value.value_or(false);
+  m.qk_norm = d.qk_norm.value.value_or(false);
+  m.tie = d.tie.value.value_or(false);
+  m.positions = d.P_pos.value.value_or(0);
+  m.router_bias = d.router_bias.value.value_or(false);
+  m.shared_gate = d.shared_gate.value.value_or(false);
+  m.attention_dropout = d.attention_dropout;
+  m.hidden_dropout = d.hidden_dropout;
+  m.embedding_dropout = d.embedding_dropout;
+  m.mtp_depths = d.n_mtp.value.value_or(0);
+
+  const std::string attention = d.attention.value.value_or("gqa");
+  if (attention != "gqa" && attention != "mla") {
+    c.fail(d.attention.field, "expected 'gqa' or 'mla', got '" + attention + "'");
+  }
+  m.attention = attention == "mla" ? AttentionKind::mla : AttentionKind::gqa;
+
+  if (m.attention == AttentionKind::mla) {
+    m.kv_heads = m.heads;  // MLA: keys and values per query head (n_kv = a)
+    m.q_lora_rank = d.r_q.value.value_or(0);
+    m.kv_lora_rank = need(d.r_kv, c, d.r_kv.field.empty() ? "kv_lora_rank" : d.r_kv.field, "MLA latent rank");
+    m.qk_nope_dim = need(d.d_nope, c, d.d_nope.field.empty() ? "qk_nope_head_dim" : d.d_nope.field,
+                         "MLA non-rotary head width");
+    m.qk_rope_dim = d.d_rope.value.value_or(0);
+    m.v_head_dim = need(d.d_v, c, d.d_v.field.empty() ? "v_head_dim" : d.d_v.field, "MLA value head width");
+    m.head_dim = m.qk_nope_dim + m.qk_rope_dim;
+  } else {
+    m.kv_heads = d.n_kv.value.value_or(m.heads);
+    if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
+      c.fail(d.n_kv.field, "expected a divisor of the " + std::to_string(m.heads) +
+                               " query heads, got " + std::to_string(m.kv_heads));
+    }
+    if (d.d_h.value) {
+      m.head_dim = *d.d_h.value;
+    } else {
+      if (m.hidden % m.heads != 0) {
+        c.fail(d.a.field, std::to_string(m.heads) + " heads do not divide the hidden size " +
+                              std::to_string(m.hidden) +
+                              " and head_dim is not given; expected a divisor of the hidden size or an explicit head_dim");
+      }
+      m.head_dim = m.hidden / m.heads;
+    }
+  }
+
+  // MoE.
+  m.experts = d.E.value.value_or(0);
+  m.first_dense = d.L_0.value.value_or(0);
+  if (m.experts > 0) {
+    m.top_k = need(d.k, c, d.k.field.empty() ? "num_experts_per_tok" : d.k.field, "experts per token");
+    if (m.top_k > m.experts) {
+      c.fail(d.k.field, "expected at most the " + std::to_string(m.experts) + " routed experts, got " +
+                            std::to_string(m.top_k));
+    }
+    m.expert_ffn = need(d.f_e, c, d.f_e.field.empty() ? "moe_intermediate_size" : d.f_e.field,
+                        "routed expert width");
+    m.shared_experts = d.n_s.value.value_or(0);
+    // DeepSeek's shared experts have the routed experts' width; Qwen2-MoE states its own.
+    m.shared_expert_ffn = m.shared_experts > 0 ? d.f_se.value.value_or(m.expert_ffn) : 0;
+  }
+  derive_layers(d, c, m);
+
+  const bool has_dense = std::find(m.layer_ffn.begin(), m.layer_ffn.end(), FfnKind::dense) != m.layer_ffn.end();
+  if (has_dense) {
+    if (gpt2 && !d.f.value) {
+      m.ffn = 4 * m.hidden;  // GPT-2: n_inner null means 4h
+    } else {
+      m.ffn = need(d.f, c, d.f.field.empty() ? "intermediate_size" : d.f.field, "dense FFN width");
+    }
+  } else {
+    m.ffn = d.f.value.value_or(0);
+  }
+  if (m.mtp_depths > 0 && m.layers == 0) c.fail(d.n_mtp.field, "MTP needs body layers");
+  return m;
+}
+
+}  // namespace
+
+const std::vector<std::string>& known_model_types() { return kTypes; }
+
+Model model_from_config(const YAML::Node& doc, const std::string& source, const std::string& name) {
+  const Fields c(doc, source);
+  const bool has_symbols = c.has("model");
+  std::string type;
+  if (const auto t = c.optional_string("model_type")) {
+    type = *t;
+  } else if (!has_symbols) {
+    std::string list;
+    for (const auto& k : kTypes) list += (list.empty() ? "" : ", ") + k;
+    c.fail("model_type", "missing; expected one of " + list + " (or a 'model:' block of symbols)");
+  }
+  const bool known = std::find(kTypes.begin(), kTypes.end(), type) != kTypes.end();
+  if (!type.empty() && !known && !has_symbols) {
+    std::string list;
+    for (const auto& k : kTypes) list += (list.empty() ? "" : ", ") + k;
+    c.fail("model_type", "unknown model type '" + type + "'; known: " + list +
+                             " (or give the dimensions in a 'model:' block)");
+  }
+  Draft d;
+  if (known) read_family(type, c, d);
+  if (has_symbols) read_symbols(Fields(c.raw("model"), source, "model"), d);
+  std::string model_name = name;
+  if (const auto n = c.optional_string("name")) model_name = *n;
+  return build(d, c, type.empty() ? "custom" : type, model_name);
+}
+
+Model load_model(const std::string& spec) {
+  if (const auto preset = find_preset("models", spec)) {
+    return model_from_config(parse_yaml_text(std::string(preset->content), preset->source),
+                             preset->source, preset->name);
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path path(spec);
+  if (fs::is_directory(path, ec)) path /= "config.json";
+  const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".json") ||
+                               spec.ends_with(".yaml") || spec.ends_with(".yml");
+  if (!fs::exists(path, ec) && !looks_like_path) {
+    throw InputError("--model: unknown model preset '" + spec + "'" +
+                     suggestion_text(spec, preset_names("models")) +
+                     "; or give a path to a config.json or model YAML");
+  }
+  const std::string stem = path.filename() == "config.json" && path.has_parent_path()
+                               ? path.parent_path().filename().string()
+                               : path.stem().string();
+  return model_from_config(load_yaml_file(path.string()), path.string(), stem);
+}
+
+}  // namespace meshfit

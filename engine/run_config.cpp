@@ -1,0 +1,108 @@
+#include "engine/run_config.hpp"
+
+#include "engine/input_error.hpp"
+#include "engine/presets.hpp"
+#include "engine/yaml_fields.hpp"
+
+namespace meshfit {
+
+namespace {
+
+std::string name_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+FrameworkProfile load_framework_profile(const std::string& name, const std::string& source) {
+  const auto preset = find_preset("frameworks", name);
+  if (!preset) {
+    throw InputError(source, "--framework", "expected one of " + name_list(preset_names("frameworks")) +
+                                              ", got '" + name + "'");
+  }
+  const Fields f(parse_yaml_text(std::string(preset->content), preset->source), preset->source);
+  FrameworkProfile p;
+  const std::string fw = *f.optional_string("name");
+  p.framework = fw == "torchtitan" ? Framework::torchtitan
+                : fw == "deepspeed" ? Framework::deepspeed
+                                    : Framework::megatron;
+  p.precision_preset = *f.optional_string("precision");
+  p.vocab_pad_multiple = *f.optional_int("vocab_pad_multiple");
+  const std::string reshard = *f.optional_string("reshard_after_forward");
+  p.reshard_after_forward = reshard == "auto"    ? ReshardAfterForward::automatic
+                            : reshard == "false" ? ReshardAfterForward::off
+                                                 : ReshardAfterForward::on;
+  p.grad_bucket_elements = *f.optional_number("grad_bucket_elements", 0, 1e15);
+  p.allgather_bucket_elements = *f.optional_number("allgather_bucket_elements", 0, 1e15);
+  p.expert_rule = *f.optional_string("expert_rule");
+  p.eta_fw = *f.optional_number("eta_fw", 1e-6, 10);
+  return p;
+}
+
+Precision load_precision(const std::string& name, const std::string& source) {
+  const YAML::Node all = parse_yaml_text(std::string(data_file("precisions.yaml")), "preset:precisions.yaml");
+  std::vector<std::string> names;
+  for (const auto& kv : all) names.push_back(kv.first.Scalar());
+  const YAML::Node node = all[name];
+  if (!node.IsDefined()) {
+    throw InputError(source, "--precision", "expected one of " + name_list(names) + ", got '" + name + "'");
+  }
+  const Fields f(node, "preset:precisions.yaml", name);
+  Precision p;
+  p.preset = name;
+  p.beta_P = *f.optional_number("beta_P", 0, 16);
+  p.beta_G = *f.optional_number("beta_G", 0, 16);
+  p.beta_master = *f.optional_number("beta_master", 0, 16);
+  p.beta_state = *f.optional_number("beta_state", 0, 16);
+  p.beta_gather = *f.optional_number("beta_gather", 0, 16);
+  p.beta_red = *f.optional_number("beta_red", 0, 16);
+  p.beta_gcomm = *f.optional_number("beta_gcomm", 0, 16);
+  return p;
+}
+
+Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) {
+  Run run;
+  auto positive = [&](const std::optional<std::int64_t>& v, const char* field, bool required) -> std::int64_t {
+    if (!v) {
+      if (required) throw InputError(source, field, "missing; expected a positive integer");
+      return 0;
+    }
+    if (*v < 1) throw InputError(source, field, "expected a positive integer, got " + std::to_string(*v));
+    return *v;
+  };
+  run.seq = positive(flags.seq, "--seq", need_batch);
+  run.global_batch = positive(flags.global_batch, "--global-batch", need_batch);
+  run.micro_batch = positive(flags.micro_batch, "--micro-batch", false);
+  if (run.micro_batch > 0 && run.global_batch > 0 && run.global_batch % run.micro_batch != 0) {
+    throw InputError(source, "--micro-batch",
+                     "expected a divisor of --global-batch " + std::to_string(run.global_batch) +
+                         ", got " + std::to_string(run.micro_batch));
+  }
+
+  run.profile = load_framework_profile(flags.framework, source);
+  run.precision = load_precision(flags.precision.value_or(run.profile.precision_preset), source);
+  if (flags.grad_bytes) {
+    if (*flags.grad_bytes != 2 && *flags.grad_bytes != 4) {
+      throw InputError(source, "--grad-bytes", "expected 2 or 4, got " + std::to_string(*flags.grad_bytes));
+    }
+    run.precision.beta_G = static_cast<double>(*flags.grad_bytes);
+  }
+
+  const std::string& opt = flags.optimizer;
+  if (opt == "adamw") run.optimizer = Optimizer::adamw;
+  else if (opt == "sgd_momentum" || opt == "sgd") run.optimizer = Optimizer::sgd_momentum;
+  else if (opt == "muon") run.optimizer = Optimizer::muon;
+  else if (opt == "adafactor") run.optimizer = Optimizer::adafactor;
+  else throw InputError(source, "--optimizer", "expected adamw, sgd_momentum, muon or adafactor, got '" + opt + "'");
+
+  if (flags.rules == "default") run.rules = Rules::standard;
+  else if (flags.rules == "sapp-nd") run.rules = Rules::sapp_nd;
+  else throw InputError(source, "--rules", "expected default or sapp-nd, got '" + flags.rules + "'");
+
+  run.flash_attention = !flags.no_flash_attention;
+  return run;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,33 @@
+// Run input: batch, precision, optimizer, framework profile and rules, from command-line flags
+// (shared/spec/cli.md "Run flags"; memory-model.md §2.3, §2.6).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "estimators/run.hpp"
+
+namespace meshfit {
+
+// The run flags as given; unset optionals take the framework profile's defaults.
+struct RunFlags {
+  std::optional<std::int64_t> seq;
+  std::optional<std::int64_t> global_batch;
+  std::optional<std::int64_t> micro_batch;
+  std::optional<std::int64_t> grad_bytes;
+  std::optional<std::string> precision;
+  std::string optimizer = "adamw";
+  std::string framework = "megatron";
+  std::string rules = "default";
+  bool no_flash_attention = false;
+};
+
+FrameworkProfile load_framework_profile(const std::string& name, const std::string& source);
+Precision load_precision(const std::string& name, const std::string& source);
+
+// Validates the flags and resolves defaults. `source` names where they came from ("--seq" style
+// names are used for the fields). Batch fields are required only when `need_batch`.
+Run make_run(const RunFlags& flags, bool need_batch, const std::string& source = "command line");
+
+}  // namespace meshfit

@@ -1,0 +1,19 @@
+#include "estimators/model.hpp"
+
+#include <algorithm>
+
+namespace meshfit {
+
+std::int64_t Model::moe_layer_count() const {
+  return std::count(layer_ffn.begin(), layer_ffn.end(), FfnKind::moe);
+}
+
+// symbols.md §4: d_qk = d_v = d_h without MLA; d_qk = d_nope + d_rope, d_v = v_head_dim with MLA.
+std::int64_t Model::qk_head_dim() const {
+  return attention == AttentionKind::mla ? qk_nope_dim + qk_rope_dim : head_dim;
+}
+std::int64_t Model::v_dim() const {
+  return attention == AttentionKind::mla ? v_head_dim : head_dim;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,72 @@
+// The resolved model: the dimensions of shared/spec/symbols.md §4, already validated by engine/.
+// Plain data: the estimators read it, nothing here parses or checks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace meshfit {
+
+enum class AttentionKind : std::uint8_t { gqa, mla };  // gqa covers MHA, GQA and MQA
+enum class FfnKind : std::uint8_t { dense, moe };
+enum class NormKind : std::uint8_t { rms, layernorm };
+
+struct Model {
+  std::string name;        // preset name or file stem, for reports
+  std::string model_type;  // as the config states it ("llama", "deepseek_v3", ...)
+
+  // Dense dimensions (symbols.md §4).
+  std::int64_t hidden = 0;          // h
+  std::int64_t layers = 0;          // L, body (decoder) layers
+  std::int64_t heads = 0;           // a
+  std::int64_t kv_heads = 0;        // n_kv
+  std::int64_t head_dim = 0;        // d_h (q/k/v head width of non-MLA attention)
+  std::int64_t vocab = 0;           // V as the config states it
+  std::int64_t ffn = 0;             // f, dense FFN width (0 when no layer is dense)
+  std::int64_t positions = 0;       // P_pos, learned position embeddings (0 for RoPE)
+  bool gated = true;                // SwiGLU-style gate + up (n_mat = 3, n_up = 2)
+  NormKind norm = NormKind::rms;
+  bool qkv_bias = false;
+  bool o_bias = false;
+  bool mlp_bias = false;
+  bool qk_norm = false;
+  bool tie = false;                 // output head shares the embedding table
+
+  // Mixture of experts (E = 0 for a dense model).
+  std::int64_t experts = 0;         // E, routed experts per MoE layer
+  std::int64_t top_k = 0;           // k
+  std::int64_t expert_ffn = 0;      // f_e
+  std::int64_t shared_experts = 0;  // n_s
+  std::int64_t shared_expert_ffn = 0;  // f_se
+  bool router_bias = false;
+  bool shared_gate = false;
+  std::int64_t first_dense = 0;     // L_0, leading dense layers (reported)
+
+  // Multi-head latent attention (DeepSeek-V2/V3); attention == mla when set.
+  AttentionKind attention = AttentionKind::gqa;
+  std::int64_t q_lora_rank = 0;     // r_q (0: no query latent)
+  std::int64_t kv_lora_rank = 0;    // r_kv
+  std::int64_t qk_nope_dim = 0;     // d_nope
+  std::int64_t qk_rope_dim = 0;     // d_rope
+  std::int64_t v_head_dim = 0;      // d_v
+
+  std::int64_t mtp_depths = 0;      // n_mtp
+
+  // Dropout the config turns on (gpt2's *_pdrop > 0); they become run-option defaults.
+  bool attention_dropout = false;
+  bool hidden_dropout = false;
+  bool embedding_dropout = false;
+
+  // FFN flavour of each body layer, in model order (size L).
+  std::vector<FfnKind> layer_ffn;
+
+  int norm_width_factor() const { return norm == NormKind::rms ? 1 : 2; }  // w_n = h or 2h
+  std::int64_t norm_params() const { return norm_width_factor() * hidden; }
+  bool is_moe() const { return experts > 0; }
+  std::int64_t moe_layer_count() const;
+  std::int64_t qk_head_dim() const;  // d_qk
+  std::int64_t v_dim() const;        // d_v
+};
+
+}  // namespace meshfit

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what meshfit needs on Debian 12 (as root, only the packages that are missing; one
+# apt-get update first), then configures and builds into BUILD_DIR (default: build).
+# Extra arguments are passed to cmake's configure step, e.g. -DMESHFIT_SANITIZE=ON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(g++ cmake ninja-build pkg-config libtbb-dev libyaml-cpp-dev libboost-program-options-dev
+          doctest-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y "${missing[@]}"
+fi
+
+build_dir="${BUILD_DIR:-build}"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+cmake --build "$build_dir" -j 2

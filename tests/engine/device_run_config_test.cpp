@@ -1,0 +1,113 @@
+// Device presets and YAML overrides (shared/spec/devices.md), and run flags with the framework
+// profiles of memory-model.md §2.6.
+#include <doctest/doctest.h>
+
+#include "engine/device_config.hpp"
+#include "engine/input_error.hpp"
+#include "engine/presets.hpp"
+#include "engine/run_config.hpp"
+#include "test_support.hpp"
+
+using namespace meshfit;
+
+namespace {
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("every device of cli.md is bundled, with devices.md's figures") {
+  const std::vector<std::string> want = {"a100-40gb", "a100-80gb", "ascend-910b-64gb", "b200-192gb",
+                                         "h100-80gb", "h100-96gb", "h200-141gb", "mi300x-192gb"};
+  CHECK(preset_names("devices") == want);
+  const Device h100 = load_device("H100-80GB");
+  CHECK(h100.capacity == 85'520'809'984.0);  // 81,559 MiB
+  CHECK(h100.peak_flops == 989e12);
+  CHECK(h100.hbm_bandwidth == 3350e9);
+  CHECK(h100.devices_per_node == 8);
+  CHECK(h100.intra_bandwidth == 450e9);
+  CHECK(h100.inter_bandwidth == 50e9);
+  CHECK(h100.fragmentation == 0.10);
+  CHECK(h100.overhead_context == 512.0 * 1024 * 1024);
+  CHECK(h100.overhead_per_communicator == 256.0 * 1024 * 1024);
+  CHECK(h100.overhead_workspaces == 64.0 * 1024 * 1024);
+  CHECK(load_device("a100-40gb").capacity == 40960.0 * 1024 * 1024);
+  CHECK(load_device("mi300x-192gb").peak_flops == 1307.4e12);
+}
+
+TEST_CASE("a device YAML starts from a preset and overrides fields") {
+  const Device d = load_device(test::data_path("devices/h100-lowfrag.yaml"));
+  CHECK(d.name == "h100-lowfrag");
+  CHECK(d.fragmentation == 0.02);
+  CHECK(d.overhead_fixed == 1073741824.0);
+  CHECK(d.capacity == 85'520'809'984.0);
+}
+
+TEST_CASE("bad device input") {
+  CHECK(error_of([] { load_device(test::data_path("bad/device-missing.yaml")); })
+            .find("field 'hbm_bandwidth': missing") != std::string::npos);
+  CHECK(error_of([] { load_device(test::data_path("bad/device-typo.yaml")); })
+            .find("field 'capacty': unknown field") != std::string::npos);
+  CHECK(error_of([] { load_device(test::data_path("bad/device-negative.yaml")); })
+            .find("field 'capacity'") != std::string::npos);
+  const std::string e = error_of([] { load_device("h100"); });
+  CHECK(e.find("unknown device preset 'h100'") != std::string::npos);
+  CHECK(e.find("did you mean h100-80gb, h100-96gb") != std::string::npos);
+  CHECK(error_of([] { make_cluster("h100-80gb", 0); }).find("--devices") != std::string::npos);
+}
+
+TEST_CASE("framework profiles set the precision and padding defaults (§2.6)") {
+  RunFlags f;
+  f.seq = 8192;
+  f.global_batch = 512;
+  Run mega = make_run(f, true);
+  CHECK(mega.precision.preset == "megatron_bf16");
+  CHECK(mega.profile.vocab_pad_multiple == 128);
+  CHECK(mega.beta_opt() == 12);  // 2 fp32 moments + fp32 master
+  CHECK(mega.precision.beta_P + mega.precision.beta_G + mega.beta_opt() == 18);  // Megatron's 18 B/param
+
+  f.framework = "torchtitan";
+  Run titan = make_run(f, true);
+  CHECK(titan.precision.preset == "fsdp2_bf16");
+  CHECK(titan.profile.vocab_pad_multiple == 1);
+  CHECK(titan.profile.reshard_after_forward == ReshardAfterForward::automatic);
+  CHECK(titan.precision.beta_P + titan.precision.beta_G + titan.beta_opt() == 16);
+
+  f.framework = "deepspeed";
+  Run ds = make_run(f, true);
+  CHECK(ds.precision.beta_P + ds.precision.beta_G + ds.beta_opt() == 16);  // ZeRO's 2 + 2 + 12
+  CHECK(ds.profile.grad_bucket_elements == 5e8);
+
+  f.framework = "megatron";
+  f.optimizer = "sgd_momentum";
+  f.grad_bytes = 2;
+  Run sgd = make_run(f, true);
+  CHECK(sgd.beta_opt() == 8);
+  CHECK(sgd.precision.beta_G == 2);
+}
+
+TEST_CASE("bad run flags") {
+  RunFlags f;
+  CHECK(error_of([&] { make_run(f, true); }).find("field '--seq': missing") != std::string::npos);
+  f.seq = 0;
+  f.global_batch = 8;
+  CHECK(error_of([&] { make_run(f, true); }).find("field '--seq': expected a positive integer, got 0") != std::string::npos);
+  f.seq = 4096;
+  f.micro_batch = 3;
+  CHECK(error_of([&] { make_run(f, true); }).find("expected a divisor of --global-batch 8") != std::string::npos);
+  f.micro_batch = 2;
+  f.framework = "nemo";
+  CHECK(error_of([&] { make_run(f, true); }).find("'--framework': expected one of deepspeed, megatron, torchtitan") != std::string::npos);
+  f.framework = "megatron";
+  f.grad_bytes = 3;
+  CHECK(error_of([&] { make_run(f, true); }).find("'--grad-bytes': expected 2 or 4") != std::string::npos);
+  f.grad_bytes.reset();
+  f.rules = "sapp";
+  CHECK(error_of([&] { make_run(f, true); }).find("'--rules'") != std::string::npos);
+}

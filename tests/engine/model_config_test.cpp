@@ -1,0 +1,127 @@
+// Reading models: the family mapping of shared/spec/memory-model.md §2.1.2, the model YAML, and
+// every bad input of issue 2 with its message.
+#include <doctest/doctest.h>
+
+#include "engine/input_error.hpp"
+#include "engine/model_config.hpp"
+#include "test_support.hpp"
+
+using namespace meshfit;
+
+namespace {
+// The message of the InputError that loading `spec` throws ("" if none).
+std::string error_of(const std::string& spec) {
+  try {
+    load_model(spec);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("presets are found case-insensitively") {
+  CHECK(load_model("Llama-3.1-8B").name == "llama-3.1-8b");
+  CHECK(load_model("DEEPSEEK-V3").attention == AttentionKind::mla);
+}
+
+TEST_CASE("family facts") {
+  const Model mixtral = load_model("mixtral-8x7b");
+  CHECK(mixtral.moe_layer_count() == 32);
+  CHECK(mixtral.expert_ffn == 14336);
+  CHECK(mixtral.top_k == 2);
+
+  const Model ds = load_model("deepseek-v3");
+  CHECK(ds.first_dense == 3);
+  CHECK(ds.layer_ffn[2] == FfnKind::dense);
+  CHECK(ds.layer_ffn[3] == FfnKind::moe);
+  CHECK(ds.router_bias);  // topk_method noaux_tc
+  CHECK(ds.kv_heads == 128);
+  CHECK(ds.mtp_depths == 1);
+  CHECK(ds.shared_expert_ffn == 2048);
+
+  const Model v2 = load_model(test::data_path("models/deepseek-v2-lite.json"));
+  CHECK(v2.q_lora_rank == 0);  // null -> no query latent
+  CHECK_FALSE(v2.router_bias);
+
+  const Model qwen2 = load_model(test::data_path("models/qwen2-7b.json"));
+  CHECK(qwen2.qkv_bias);
+  CHECK_FALSE(qwen2.o_bias);
+
+  const Model qwen3 = load_model("qwen3-32b");
+  CHECK(qwen3.qk_norm);
+  CHECK(qwen3.head_dim == 128);
+
+  const Model gpt2 = load_model(test::data_path("models/gpt2.json"));
+  CHECK(gpt2.tie);
+  CHECK(gpt2.norm == NormKind::layernorm);
+  CHECK(gpt2.ffn == 4 * 768);
+  CHECK(gpt2.positions == 1024);
+  CHECK(gpt2.attention_dropout);
+  CHECK(gpt2.hidden_dropout);
+  CHECK(gpt2.embedding_dropout);
+}
+
+TEST_CASE("qwen3_moe layer rule: decoder_sparse_step and mlp_only_layers") {
+  // Layer l is MoE iff l not in mlp_only_layers and (l+1) mod step = 0: with step 2 and layer 3
+  // listed, layers 1, 5, 7 are MoE.
+  const Model m = load_model(test::data_path("models/tiny-moe.yaml"));
+  CHECK(m.name == "tiny-moe");
+  std::vector<FfnKind> want(8, FfnKind::dense);
+  want[1] = want[5] = want[7] = FfnKind::moe;
+  CHECK(m.layer_ffn == want);
+}
+
+TEST_CASE("a model: block of symbols stands without a model_type") {
+  const Model m = load_model(test::data_path("models/custom-symbols.yaml"));
+  CHECK(m.name == "custom-dense");
+  CHECK(m.hidden == 2048);
+  CHECK(m.head_dim == 128);
+  CHECK_FALSE(m.gated);
+  CHECK(m.norm == NormKind::layernorm);
+}
+
+TEST_CASE("a directory holding config.json is read") {
+  // tests/data/hf-dir/config.json is a copy of the Llama-3.1-8B layout.
+  const Model m = load_model(test::data_path("hf-dir"));
+  CHECK(m.name == "hf-dir");
+  CHECK(m.layers == 32);
+}
+
+TEST_CASE("bad model input names the file, the field and what was expected") {
+  const std::string missing = error_of(test::data_path("bad/no-such-file.json"));
+  CHECK(missing.find("no-such-file.json") != std::string::npos);
+  CHECK(missing.find("cannot read file") != std::string::npos);
+
+  const std::string malformed = error_of(test::data_path("bad/malformed.json"));
+  CHECK(malformed.find("malformed.json:3:") != std::string::npos);
+  CHECK(malformed.find("malformed JSON/YAML") != std::string::npos);
+
+  const std::string no_layers = error_of(test::data_path("bad/missing-field.json"));
+  CHECK(no_layers.find("field 'num_hidden_layers': missing") != std::string::npos);
+
+  CHECK(error_of(test::data_path("bad/zero-layers.json")).find("field 'num_hidden_layers': expected a positive integer, got '0'") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/negative-hidden.json")).find("field 'hidden_size': expected a positive integer, got '-4096'") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/fractional-ffn.json")).find("field 'intermediate_size': expected a positive integer, got '14336.5'") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/string-heads.json")).find("field 'num_attention_heads': expected a positive integer, got 'many'") != std::string::npos);
+
+  const std::string heads = error_of(test::data_path("bad/heads-not-dividing.json"));
+  CHECK(heads.find("field 'num_attention_heads'") != std::string::npos);
+  CHECK(heads.find("do not divide the hidden size 4096") != std::string::npos);
+
+  CHECK(error_of(test::data_path("bad/kv-not-dividing.json")).find("field 'num_key_value_heads': expected a divisor of the 32 query heads, got 5") != std::string::npos);
+
+  const std::string unknown = error_of(test::data_path("bad/unknown-type.json"));
+  CHECK(unknown.find("field 'model_type': unknown model type 'falcon'") != std::string::npos);
+  CHECK(unknown.find("llama") != std::string::npos);
+  CHECK(unknown.find("deepseek_v3") != std::string::npos);
+
+  CHECK(error_of(test::data_path("bad/not-a-map.json")).find("expected a map of fields, got a list") != std::string::npos);
+}
+
+TEST_CASE("an unknown preset lists the close names") {
+  const std::string e = error_of("llama-3.1-7b");
+  CHECK(e.find("unknown model preset 'llama-3.1-7b'") != std::string::npos);
+  CHECK(e.find("did you mean llama-3.1-70b, llama-3.1-8b") != std::string::npos);
+  CHECK(e.find("known: deepseek-v3") != std::string::npos);
+}
