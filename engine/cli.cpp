@@ -28,6 +28,7 @@ const std::map<std::string, CommandInfo>& commands() {
       {"models", {command_models, "list the bundled model presets"}},
       {"devices", {command_devices, "list the bundled device presets"}},
       {"show", {command_show, "the resolved model: dims, layer kinds, parameter counts by part"}},
+      {"estimate", {command_estimate, "per-stage, per-term peak memory of one strategy"}},
   };
   return table;
 }

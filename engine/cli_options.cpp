@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "engine/input_error.hpp"
+#include "engine/yaml_fields.hpp"
 
 namespace meshfit {
 
@@ -30,6 +31,26 @@ void add_run_options(po::options_description& desc, RunFlags& flags) {
        "whose defaults apply: megatron, torchtitan or deepspeed")
       ("rules", po::value(&flags.rules)->default_value("default"),
        "memory-model rules: default or sapp-nd (the seed-compatible profile)");
+}
+
+void add_cluster_options(po::options_description& desc, ClusterFlags& flags) {
+  desc.add_options()
+      ("model", po::value(&flags.model), "model preset, config.json, model YAML or a directory with a config.json")
+      ("device", po::value(&flags.device), "device preset or device YAML")
+      ("devices", po::value(&flags.devices), "number of devices")
+      ("headroom", po::value(&flags.headroom)->default_value("0"),
+       "memory kept free: a percentage of the capacity (10%) or GiB");
+}
+
+double parse_headroom(const std::string& text, double capacity) {
+  std::string t = text;
+  const bool percent = !t.empty() && t.back() == '%';
+  if (percent) t.pop_back();
+  const auto v = parse_number(t);
+  if (!v || *v < 0 || (percent && *v >= 100)) {
+    throw InputError("command line", "--headroom", "expected a percentage below 100% or a number of GiB >= 0, got '" + text + "'");
+  }
+  return percent ? capacity * *v / 100 : *v * 1024.0 * 1024.0 * 1024.0;
 }
 
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags) {

@@ -21,6 +21,17 @@ struct CommonFlags {
 
 void add_common_options(po::options_description& desc, CommonFlags& flags);
 void add_run_options(po::options_description& desc, RunFlags& flags);
+
+// --model, --device, --devices.
+struct ClusterFlags {
+  std::string model;
+  std::string device;
+  std::int64_t devices = 0;
+  std::string headroom = "0";
+};
+void add_cluster_options(po::options_description& desc, ClusterFlags& flags);
+// "10%" of the capacity, or a number of GiB; throws InputError.
+double parse_headroom(const std::string& text, double capacity);
 // Copies the optional run flags the user gave out of `vm` (program_options has no optional<T>).
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags);
 

@@ -11,5 +11,6 @@ namespace meshfit {
 int command_models(const std::vector<std::string>& args, std::ostream& out);
 int command_devices(const std::vector<std::string>& args, std::ostream& out);
 int command_show(const std::vector<std::string>& args, std::ostream& out);
+int command_estimate(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace meshfit

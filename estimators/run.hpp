@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "estimators/strategy.hpp"
 
 namespace meshfit {
 
@@ -36,6 +39,54 @@ struct FrameworkProfile {
   double eta_fw = 1.0;                    // kernel-efficiency scale of the time model
 };
 
+// Selective-recompute op switches (memory-model.md §7.5): true keeps the op's bytes, false drops
+// them and the backward recomputes them. Ops without a switch (attMM, ffMM, linrec, other) are
+// always kept.
+struct RecomputeSwitches {
+  bool attBMM = true, attUp = true, softmax = false, dropout = true, headCast = false,
+       normOp = true, gather = true, ffAct = true;  // megatron_core_attn, the default
+  static RecomputeSwitches megatron_core_attn() { return {}; }
+  static RecomputeSwitches hyperparallel() {
+    return {true, true, false, false, false, false, false, false};
+  }
+  bool operator==(const RecomputeSwitches&) const = default;
+};
+
+enum class MoeMode : std::uint8_t { dropless, capacity };
+
+// Facts about kernels and the framework (memory-model.md §2.4). Dropout defaults come from the
+// model's config (gpt2's *_pdrop) unless set here.
+struct RunOptions {
+  std::optional<bool> attention_dropout, hidden_dropout, embedding_dropout;
+  double beta_a = 2, beta_n = 2, beta_sm = 2, beta_lse = 4;
+  bool softmax_cast = false;
+  bool fused_swiglu = true;
+  bool eager_rope = false;
+  MoeMode moe_mode = MoeMode::dropless;
+  double capacity_factor = 1.0;
+  double moe_imbalance = 1.0;
+  double logits_kept_bytes = 4;
+  double loss_transient_bytes = 6;
+  double loss_chunks = 1;
+  bool vocab_parallel_loss = true;
+  std::int64_t fsdp_prefetch_layers = 1;
+  bool overlap_grad_reduce = true;
+  double optimizer_step_temp_bytes_per_param = 0;
+  bool grad_clip = true;
+  double token_id_bytes = 8;
+  RecomputeSwitches switches;
+  Recompute recompute_rest = Recompute::none;  // layers of a stage beyond its n_rc full ones
+  bool offload_optimizer = false;
+  // Layout (§5.1).
+  bool account_embedding = false;
+  bool account_loss = false;
+  std::int64_t layers_first_stage = 0;  // 0 = not given
+  std::int64_t layers_last_stage = 0;
+  // FP8 (§6.2, §7.4.7).
+  double fp8_weight_cache_bytes = 0;
+  bool fp8_saved_matmul_inputs = false;
+};
+
 struct Run {
   std::int64_t seq = 0;            // s
   std::int64_t global_batch = 0;   // gb, sequences per optimizer step
@@ -45,6 +96,7 @@ struct Run {
   Optimizer optimizer = Optimizer::adamw;
   Rules rules = Rules::standard;
   bool flash_attention = true;
+  RunOptions options;
 
   // Optimizer states per body parameter and per table parameter (§2.3).
   double optimizer_states() const;

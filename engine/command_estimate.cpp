@@ -1,0 +1,170 @@
+// `meshfit estimate`: memory per stage and per term of one strategy (shared/spec/cli.md,
+// memory-model.md §13). The step-time fields arrive with the time model (issue 4).
+#include <algorithm>
+#include <iostream>
+
+#include "engine/cli_options.hpp"
+#include "engine/commands.hpp"
+#include "engine/device_config.hpp"
+#include "engine/input_error.hpp"
+#include "engine/json_writer.hpp"
+#include "engine/memory_terms.hpp"
+#include "engine/model_config.hpp"
+#include "engine/strategy_string.hpp"
+#include "engine/text_format.hpp"
+#include "estimators/memory_model.hpp"
+
+namespace meshfit {
+
+namespace {
+
+std::string gib(double bytes) { return fixed(bytes / kGiB, 2); }
+
+// Stages shown as columns: all of them up to 4, else the first, the last and the heaviest.
+std::vector<std::size_t> shown_stages(const MemoryReport& r) {
+  std::vector<std::size_t> idx;
+  const std::size_t n = r.stages.size();
+  if (n <= 4) {
+    for (std::size_t i = 0; i < n; ++i) idx.push_back(i);
+    return idx;
+  }
+  idx = {0, static_cast<std::size_t>(r.peak_stage), n - 1};
+  std::sort(idx.begin(), idx.end());
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  return idx;
+}
+
+void write_table(const Model& m, const Cluster& c, const Strategy& s, const MemoryReport& r, std::ostream& out) {
+  out << "model " << m.name << " on " << c.devices << " x " << c.device.name << "\n";
+  out << "strategy " << strategy_to_string(s) << "\n\n";
+  const auto cols = shown_stages(r);
+  TextTable t;
+  std::vector<std::string> head{"GiB per device"};
+  for (auto i : cols) head.push_back("stage " + std::to_string(i) + (static_cast<std::int64_t>(i) == r.peak_stage ? "*" : ""));
+  t.row(head);
+  auto row = [&](const std::string& name, auto get) {
+    std::vector<std::string> cells{name};
+    for (auto i : cols) cells.push_back(get(r.stages[i]));
+    t.row(cells);
+  };
+  row("layers (full recompute)", [](const StageMemory& st) {
+    std::string v = std::to_string(st.layers);
+    if (st.full_recompute > 0) v += " (" + std::to_string(st.full_recompute) + ")";
+    if (st.embedding) v = "emb+" + v;
+    if (st.head) v += "+head";
+    return v;
+  });
+  row("micro-batches in flight", [](const StageMemory& st) {
+    std::string v;
+    for (std::size_t k = 0; k < st.chunk_inflight.size(); ++k) v += (k ? "/" : "") + std::to_string(st.chunk_inflight[k]);
+    return v;
+  });
+  const auto first_terms = stage_terms(r.stages[cols[0]]);
+  for (std::size_t k = 0; k < first_terms.size(); ++k) {
+    bool any = false;
+    for (auto i : cols) any = any || stage_terms(r.stages[i])[k].second != 0;
+    if (!any) continue;
+    row(first_terms[k].first, [k](const StageMemory& st) { return gib(stage_terms(st)[k].second); });
+  }
+  row("= allocated", [](const StageMemory& st) { return gib(st.allocated); });
+  row("= reserved", [](const StageMemory& st) { return gib(st.reserved); });
+  row("= device", [](const StageMemory& st) { return gib(st.device); });
+  t.print(out);
+  out << "\ntransient candidates (GiB, stage " << r.peak_stage << "): ";
+  const StageMemory& p = r.stages[static_cast<std::size_t>(r.peak_stage)];
+  out << "layer " << gib(p.tr_layer) << ", attention " << gib(p.tr_attn) << ", logits " << gib(p.tr_logits)
+      << ", fsdp " << gib(p.tr_fsdp) << ", buckets " << gib(p.tr_bucket) << ", cp " << gib(p.tr_cp) << ", ep "
+      << gib(p.tr_ep);
+  if (s.schedule == Schedule::dualpipev) out << ", dualpipev overlap " << gib(p.tr_dpv);
+  out << "; optimizer step " << gib(p.step_transient) << (p.step_phase_binds ? " (binds)" : "") << "\n";
+  out << "peak " << gib(r.peak) << " GiB on stage " << r.peak_stage << "; budget " << gib(r.budget)
+      << " GiB (capacity " << gib(r.capacity) << "); headroom " << gib(r.budget - r.peak) << " GiB\n";
+  if (r.fits) {
+    out << "fits\n";
+  } else {
+    const auto [term, bytes] = dominant_term(p);
+    out << "DOES NOT FIT: stage " << r.peak_stage << " needs " << gib(r.peak - r.budget)
+        << " GiB more than the budget; its largest term is " << term << " (" << gib(bytes) << " GiB)\n";
+  }
+}
+
+void write_json(const Strategy& s, const MemoryReport& r, std::ostream& out) {
+  JsonWriter j(out);
+  j.begin_object().key("strategy");
+  write_strategy_json(j, s);
+  j.field("fits", r.fits).field("budget_gib", r.budget / kGiB).field("capacity_gib", r.capacity / kGiB);
+  j.field("peak_memory_gib", r.peak / kGiB).field("peak_stage", static_cast<std::int64_t>(r.peak_stage));
+  j.key("stages").begin_array();
+  for (const auto& st : r.stages) {
+    j.begin_object().field("stage", st.stage).field("total_gib", st.device / kGiB);
+    j.key("terms").begin_object();
+    for (const auto& [name, bytes] : stage_terms(st)) j.field(name, bytes / kGiB);
+    j.end_object();
+    j.field("allocated_gib", st.allocated / kGiB).field("reserved_gib", st.reserved / kGiB);
+    j.field("layers", st.layers).field("communicators", st.communicators);
+    j.key("in_flight").begin_array();
+    for (auto n : st.chunk_inflight) j.value(n);
+    j.end_array();
+    j.key("transients").begin_object()
+        .field("layer", st.tr_layer / kGiB).field("attention", st.tr_attn / kGiB)
+        .field("logits", st.tr_logits / kGiB).field("fsdp", st.tr_fsdp / kGiB)
+        .field("bucket", st.tr_bucket / kGiB).field("cp", st.tr_cp / kGiB).field("ep", st.tr_ep / kGiB)
+        .field("dualpipev", st.tr_dpv / kGiB).field("optimizer_step", st.step_transient / kGiB)
+        .end_object();
+    j.end_object();
+  }
+  j.end_array();
+  // The step-time model is issue 4: until it lands these fields are null, never a made-up number.
+  j.key("step_time_s").null();
+  j.key("time_terms").begin_object().end_object();
+  j.key("tokens_per_sec_per_device").null();
+  j.key("mfu").null();
+  j.end_object();
+  out << '\n';
+}
+
+}  // namespace
+
+int command_estimate(const std::vector<std::string>& args, std::ostream& out) {
+  CommonFlags common;
+  ClusterFlags cluster_flags;
+  RunFlags run_flags;
+  std::string strategy_text;
+  po::options_description desc(
+      "Usage: meshfit estimate --model M --device D --devices N --seq S --global-batch B --strategy S\n\n"
+      "Per-stage, per-term peak memory of one strategy. Exit 0 if it fits, 1 if not, 2 on bad input.\n"
+      "Strategy: comma-separated key=value, e.g. dp=8,tp=4,sp=true,pp=2,zero=1,recompute=selective,mbs=1\n"
+      "Options");
+  add_cluster_options(desc, cluster_flags);
+  desc.add_options()("strategy", po::value(&strategy_text), "the strategy string");
+  add_run_options(desc, run_flags);
+  add_common_options(desc, common);
+  const auto vm = parse_options("estimate", args, desc);
+  if (common.help) {
+    out << desc << '\n';
+    return 0;
+  }
+  const OutputFormat format = parse_format(common.format, {"table", "json"});
+  for (const char* required : {"model", "device", "devices", "strategy"}) {
+    if (!vm.count(required)) {
+      throw UsageError(std::string("meshfit estimate: --") + required + " is required\nTry 'meshfit estimate --help'.");
+    }
+  }
+  collect_run_flags(vm, run_flags);
+  const Model model = load_model(cluster_flags.model);
+  const Cluster cluster = make_cluster(cluster_flags.device, cluster_flags.devices);
+  const Run run = make_run(run_flags, true);
+  std::vector<std::string> warnings;
+  const Strategy s = parse_strategy(strategy_text, model, run, cluster, warnings);
+  for (const auto& w : warnings) std::cerr << "meshfit estimate: warning: " << w << '\n';
+  const double headroom = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
+  const MemoryReport report = estimate_memory(model, run, cluster, s, headroom);
+  if (format == OutputFormat::json) {
+    write_json(s, report, out);
+  } else {
+    write_table(model, cluster, s, report, out);
+  }
+  return report.fits ? 0 : 1;
+}
+
+}  // namespace meshfit

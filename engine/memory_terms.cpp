@@ -1,0 +1,32 @@
+#include "engine/memory_terms.hpp"
+
+namespace meshfit {
+
+std::vector<std::pair<std::string, double>> stage_terms(const StageMemory& st) {
+  // When the optimizer step sets M_alloc, the activations are gone and its transient stands.
+  const double act = st.step_phase_binds ? 0 : st.activations;
+  const double tr = st.step_phase_binds ? st.step_transient : st.transient;
+  return {{"weights", st.weights},
+          {"grads", st.grads},
+          {"optimizer", st.optimizer},
+          {"gathered_params", st.gathered},
+          {"fp8_cache", st.fp8_cache},
+          {"activations", act},
+          {"transient", tr},
+          {"fragmentation", st.fragmentation()},
+          {"cuda_context", st.cuda_context},
+          {"communicators", st.communicator_buffers},
+          {"workspaces", st.workspaces},
+          {"ep_library", st.ep_library},
+          {"fixed_margin", st.fixed_margin}};
+}
+
+std::pair<std::string, double> dominant_term(const StageMemory& st) {
+  std::pair<std::string, double> best{"", -1};
+  for (const auto& t : stage_terms(st)) {
+    if (t.second > best.second) best = t;
+  }
+  return best;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,164 @@
+#include "estimators/activation_census.hpp"
+
+#include <algorithm>
+
+namespace meshfit {
+
+double Census::saved_total() const {
+  double t = 0;
+  for (double v : saved) t += v;
+  return t;
+}
+
+double Census::saved_tp_total() const {
+  double t = 0;
+  for (double v : saved_tp) t += v;
+  return t;
+}
+
+bool op_kept(Op op, const RecomputeSwitches& sw) {
+  switch (op) {
+    case Op::attBMM: return sw.attBMM;
+    case Op::attUp: return sw.attUp;
+    case Op::softmax: return sw.softmax;
+    case Op::dropout: return sw.dropout;
+    case Op::headCast: return sw.headCast;
+    case Op::normOp: return sw.normOp;
+    case Op::gather: return sw.gather;
+    case Op::ffAct: return sw.ffAct;
+    default: return true;  // attMM, ffMM, linrec, other have no switch
+  }
+}
+
+bool attention_dropout(const Model& m, const Run& run) {
+  return run.options.attention_dropout.value_or(m.attention_dropout);
+}
+bool hidden_dropout(const Model& m, const Run& run) {
+  return run.options.hidden_dropout.value_or(m.hidden_dropout);
+}
+bool embedding_dropout(const Model& m, const Run& run) {
+  return run.options.embedding_dropout.value_or(m.embedding_dropout);
+}
+
+std::int64_t ulysses_degree(const Strategy& s) {
+  switch (s.cp_algo) {
+    case CpAlgo::ulysses: return s.cp;
+    case CpAlgo::hybrid: return s.cp_u;
+    default: return 1;
+  }
+}
+
+std::int64_t replicated_kv_heads(const Model& m, const Strategy& s) {
+  return std::max(m.kv_heads, s.tp * ulysses_degree(s));
+}
+
+namespace {
+
+// §7.4.1 / §7.4.2: the attention block. Returns W_att.
+double attention_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
+  const RunOptions& o = run.options;
+  const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
+  const double seq = static_cast<double>(run.seq);
+  const bool flash = run.flash_attention;
+  const bool att_drop = attention_dropout(m, run);
+  auto scores = [&]() {  // materialised attention: softmax output, dropout, cast copy
+    c.add(Op::softmax, true, o.beta_sm * a * seq);
+    if (att_drop) c.add(Op::softmax, true, (1 + o.beta_a) * a * seq);
+    if (o.softmax_cast) c.add(Op::headCast, true, o.beta_a * a * seq);
+  };
+  if (m.attention == AttentionKind::mla) {
+    const double rq = static_cast<double>(m.q_lora_rank), rkv = static_cast<double>(m.kv_lora_rank);
+    const double dqk = static_cast<double>(m.qk_nope_dim + m.qk_rope_dim);
+    const double dv = static_cast<double>(m.v_head_dim);
+    c.add(Op::normOp, false, o.beta_n * h + o.beta_a * rq + o.beta_a * rkv);
+    c.add(Op::attMM, false, o.beta_a * h + o.beta_a * rq + o.beta_a * rkv);
+    c.add(Op::attUp, true, o.beta_a * (a * dqk + a * dqk + a * dv));
+    if (flash) {
+      c.add(Op::softmax, true, o.beta_lse * a);
+    } else {
+      scores();
+    }
+    c.add(Op::attMM, true, o.beta_a * a * dv);
+    return flash ? o.beta_a * (2 * a * dqk + a * dv) + 4 * a * dqk + 4 * a
+                 : o.beta_a * (2 * a * dqk + a * dv) + 2 * o.beta_sm * a * seq;
+  }
+  const double dh = static_cast<double>(m.head_dim);
+  const double kv = static_cast<double>(replicated_kv_heads(m, s));
+  c.add(Op::normOp, false, o.beta_n * h);
+  c.add(Op::attMM, false, o.beta_a * h);
+  if (flash) {
+    c.add(Op::attBMM, true, o.beta_a * (a * dh + 2 * kv * dh));
+    c.add(Op::softmax, true, o.beta_lse * a);
+  } else {
+    c.add(Op::attBMM, true, o.beta_a * 3 * a * dh);  // eager GQA expands K and V to a heads
+    scores();
+  }
+  c.add(Op::attMM, true, o.beta_a * a * dh);
+  if (m.qk_norm) c.add(Op::normOp, true, o.beta_a * (a + kv) * dh);
+  if (o.eager_rope) c.add(Op::other, true, o.beta_a * (a + kv) * dh);
+  return flash ? o.beta_a * (a * dh + 2 * kv * dh) + 4 * a * dh + 4 * a
+               : o.beta_a * 3 * a * dh + 2 * o.beta_sm * a * seq;
+}
+
+// §7.4.3: dense FFN. Returns W_mlp.
+double dense_block(const Model& m, const Run& run, Census& c) {
+  const RunOptions& o = run.options;
+  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn);
+  const double n_up = m.gated ? 2 : 1;
+  c.add(Op::normOp, false, o.beta_n * h);
+  c.add(Op::ffMM, false, o.beta_a * h);
+  c.add(Op::ffMM, true, o.beta_a * n_up * f);
+  c.add(Op::ffAct, true, o.beta_a * f);
+  if (m.gated && !o.fused_swiglu) c.add(Op::other, true, o.beta_a * f);
+  return o.beta_a * (n_up + 1) * f;
+}
+
+// §7.4.5: MoE FFN. Returns W_mlp.
+double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
+  const RunOptions& o = run.options;
+  const double h = static_cast<double>(m.hidden), fe = static_cast<double>(m.expert_ffn);
+  const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
+  const double E = static_cast<double>(m.experts), k = static_cast<double>(m.top_k);
+  const double n_up = m.gated ? 2 : 1;
+  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+  const double n_asg = k * rho;
+  c.add(Op::normOp, false, o.beta_n * h);
+  c.add(Op::ffMM, false, o.beta_a * h);
+  c.add(Op::ffMM, false, o.beta_a * (2 * E + k) + o.beta_a * h);  // router slot + combined output
+  c.add(Op::ffMM, true, n_asg * (o.beta_a * h * static_cast<double>(s.etp) + o.beta_a * n_up * fe) +
+                            o.beta_a * n_up * fsh);
+  c.add(Op::ffAct, true, n_asg * o.beta_a * fe + o.beta_a * fsh);
+  if (m.gated && !o.fused_swiglu) c.add(Op::other, true, n_asg * o.beta_a * fe + o.beta_a * fsh);
+  return n_asg * o.beta_a * (n_up + 1) * fe + o.beta_a * (n_up + 1) * fsh;
+}
+
+}  // namespace
+
+Census analytic_census(const Model& m, const Run& run, const Strategy& s, FfnKind ffn) {
+  Census c;
+  c.w_att = attention_block(m, run, s, c);
+  c.w_mlp = ffn == FfnKind::moe ? moe_block(m, run, s, c) : dense_block(m, run, c);
+  if (hidden_dropout(m, run)) c.add(Op::dropout, false, 2 * static_cast<double>(m.hidden));  // §7.4.4
+  // §7.4.6: gradients of the layer output and input; the larger backward workspace.
+  c.working = c.saved_total() + 2 * run.options.beta_a * static_cast<double>(m.hidden);
+  c.working_tp = c.saved_tp_total() + std::max(c.w_att, c.w_mlp);
+  return c;
+}
+
+double gathered_kv_bytes(const Model& m, const Run& run, const Strategy& s) {
+  if (s.cp <= 1) return 0;
+  const std::int64_t kv_shards = s.cp_algo == CpAlgo::ulysses  ? s.cp
+                                 : s.cp_algo == CpAlgo::hybrid ? s.cp_u
+                                                               : 1;
+  const std::int64_t gathered = s.cp / kv_shards;
+  if (gathered <= 1) return 0;
+  double width;  // width_K + width_V
+  if (m.attention == AttentionKind::mla) {
+    width = static_cast<double>(m.heads * (m.qk_nope_dim + m.qk_rope_dim) + m.heads * m.v_head_dim);
+  } else {
+    width = 2.0 * static_cast<double>(replicated_kv_heads(m, s) * m.head_dim);
+  }
+  return static_cast<double>(gathered - 1) * run.options.beta_a * width / static_cast<double>(s.tp);
+}
+
+}  // namespace meshfit

@@ -1,0 +1,56 @@
+// The per-kind activation census (shared/spec/memory-model.md §7.1) and its analytic default
+// (§7.4): bytes per token of a CP rank's share at micro-batch size 1, split into the part
+// sequence parallelism shards (`saved`) and the part TP shards (`saved_tp`), by op.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "estimators/model.hpp"
+#include "estimators/run.hpp"
+#include "estimators/strategy.hpp"
+
+namespace meshfit {
+
+// The op vocabulary of §7.5.
+enum class Op : std::uint8_t {
+  normOp, attMM, attBMM, attUp, softmax, dropout, headCast, gather, ffMM, ffAct, linrec, other
+};
+inline constexpr std::size_t kOpCount = 12;
+
+struct Census {
+  std::array<double, kOpCount> saved{};     // ÷ σ
+  std::array<double, kOpCount> saved_tp{};  // ÷ tp
+  double working = 0;                       // ÷ σ
+  double working_tp = 0;                    // ÷ tp
+  double w_att = 0;                         // attention backward workspace, TP-split (§7.4.1)
+  double w_mlp = 0;                         // FFN backward workspace, TP-split
+
+  double saved_total() const;
+  double saved_tp_total() const;
+  void add(Op op, bool tp_split, double bytes) {
+    (tp_split ? saved_tp : saved)[static_cast<std::size_t>(op)] += bytes;
+  }
+};
+
+// Whether a selective layer keeps the bytes of `op` under `sw` (§7.5): ops without a switch are
+// always kept.
+bool op_kept(Op op, const RecomputeSwitches& sw);
+
+// Effective dropout switches: the run's, else the model config's.
+bool attention_dropout(const Model& m, const Run& run);
+bool hidden_dropout(const Model& m, const Run& run);
+bool embedding_dropout(const Model& m, const Run& run);
+
+// The Ulysses degree the census sees: cp for ulysses, cp_u for hybrid, 1 otherwise.
+std::int64_t ulysses_degree(const Strategy& s);
+// n'_kv = max(n_kv, tp·cp_u): K/V heads as the TP×Ulysses group holds them (§7.3, §7.4).
+std::int64_t replicated_kv_heads(const Model& m, const Strategy& s);
+
+// §7.4: the analytic census of a body layer with FFN flavour `ffn` under strategy `s`.
+Census analytic_census(const Model& m, const Run& run, const Strategy& s, FfnKind ffn);
+
+// §7.3: bytes per token of gathered keys and values a CP rank keeps (0 without CP or Ulysses).
+double gathered_kv_bytes(const Model& m, const Run& run, const Strategy& s);
+
+}  // namespace meshfit

@@ -1,0 +1,41 @@
+#include "estimators/backward_transients.hpp"
+
+#include "estimators/rank_layout.hpp"
+
+namespace meshfit {
+
+double logits_transient(const Run& run, const Strategy& s, double n_cp, double v_pad) {
+  const RunOptions& o = run.options;
+  const double vocab = o.vocab_parallel_loss ? v_pad / static_cast<double>(s.tp) : v_pad;
+  return n_cp * o.loss_transient_bytes * vocab / o.loss_chunks;
+}
+
+double cp_buffer_transient(const Model& m, const Run& run, const Strategy& s, std::int64_t D) {
+  if (s.cp <= 1) return 0;
+  const double tp = static_cast<double>(s.tp);
+  double kv_dim;
+  if (m.attention == AttentionKind::mla) {
+    kv_dim = static_cast<double>(m.heads * (2 * m.v_head_dim + m.qk_rope_dim)) / 2 / tp;
+  } else if (m.kv_heads < m.heads) {
+    kv_dim = static_cast<double>(m.kv_heads * m.head_dim) / tp;
+  } else {
+    kv_dim = static_cast<double>(m.heads * m.head_dim) / tp;
+  }
+  const double seq = static_cast<double>(run.seq), b = static_cast<double>(s.micro_batch);
+  const double cp = static_cast<double>(s.cp);
+  // K and V at 2 bytes each: the seed's constant 4.
+  const double chunk = s.cp_algo == CpAlgo::ulysses ? seq * b * (kv_dim / cp) * 4 : (seq / cp) * b * kv_dim * 4;
+  const GroupPlacement g = place_group(s.tp, s.cp, D);  // the CP group: stride tp, size cp
+  const double intra = static_cast<double>(g.inside_node ? s.cp : g.per_node);
+  const double extra = g.inside_node ? intra - 1 : 2 * intra - 1;
+  return extra * chunk;
+}
+
+double ep_buffer_transient(const Model& m, const Run& run, const Strategy& s, double n_cp) {
+  const RunOptions& o = run.options;
+  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+  return (n_cp / static_cast<double>(s.sigma())) * static_cast<double>(m.top_k) * rho *
+         static_cast<double>(m.hidden) * o.beta_a * (1 + static_cast<double>(s.etp));
+}
+
+}  // namespace meshfit

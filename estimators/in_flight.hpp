@@ -1,0 +1,20 @@
+// Micro-batches in flight per chunk of a stage, per pipeline schedule, and the activation peak
+// they give (shared/spec/memory-model.md §8).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "estimators/strategy.hpp"
+
+namespace meshfit {
+
+struct InFlight {
+  double peak = 0;                   // M_act(i) = max over the timeline of Σ_c n(i,c)·A(i,c)
+  std::vector<std::int64_t> counts;  // n(i,c) at the peak (first time it is reached)
+};
+
+// `chunk_bytes[c]` = A(i,c), what one micro-batch keeps in chunk c of stage i.
+InFlight in_flight(const Strategy& s, std::int64_t stage, const std::vector<double>& chunk_bytes);
+
+}  // namespace meshfit

@@ -1,0 +1,58 @@
+#include "estimators/layer_activations.hpp"
+
+#include <algorithm>
+
+namespace meshfit {
+
+CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, double g_kv) {
+  const double sigma = static_cast<double>(s.sigma()), tp = static_cast<double>(s.tp);
+  const RecomputeSwitches& sw = run.options.switches;
+  CensusPerToken t;
+  t.kept_plain = c.saved_total() / sigma + c.saved_tp_total() / tp + g_kv;
+  t.held = c.working / sigma + c.working_tp / tp + g_kv;
+  double sel = 0, sel_tp = 0;
+  for (std::size_t op = 0; op < kOpCount; ++op) {
+    if (!op_kept(static_cast<Op>(op), sw)) continue;
+    sel += c.saved[op];
+    sel_tp += c.saved_tp[op];
+  }
+  // Gathered CP keys and values are kept when the attention's batched matmuls keep theirs.
+  t.kept_sel = sel / sigma + sel_tp / tp + (sw.attBMM ? g_kv : 0);
+  t.w_att_tp = c.w_att / tp;
+  return t;
+}
+
+LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double n_cp, double hidden,
+                                 const Run& run, const Strategy& s) {
+  LayerActivation a;
+  switch (mode) {
+    case Recompute::none:
+      a.kept = n_cp * c.kept_plain;
+      a.working = n_cp * std::max(0.0, c.held - c.kept_plain);
+      break;
+    case Recompute::selective:
+      a.kept = n_cp * c.kept_sel;
+      a.working = n_cp * std::max(0.0, c.held - c.kept_sel);
+      break;
+    case Recompute::full:
+      // §7.6: only the layer input, SP-sharded; the backward recomputes and holds everything.
+      a.kept = n_cp * run.options.beta_a * hidden / static_cast<double>(s.sigma());
+      a.working = n_cp * c.held;
+      break;
+  }
+  return a;
+}
+
+double embedding_kept(const Model& m, const Run& run, const Strategy& s, double n_cp) {
+  const double drop = embedding_dropout(m, run) ? static_cast<double>(m.hidden) / static_cast<double>(s.sigma()) : 0;
+  return n_cp * (run.options.token_id_bytes + drop);
+}
+
+double output_kept(const Model& m, const Run& run, const Strategy& s, double n_cp, double v_pad) {
+  const RunOptions& o = run.options;
+  const double h_sp = static_cast<double>(m.hidden) / static_cast<double>(s.sigma());
+  const double vocab = o.vocab_parallel_loss ? v_pad / static_cast<double>(s.tp) : v_pad;
+  return n_cp * (o.beta_n * h_sp + o.beta_a * h_sp + o.logits_kept_bytes * vocab);
+}
+
+}  // namespace meshfit

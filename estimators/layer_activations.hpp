@@ -1,0 +1,31 @@
+// Bytes one layer keeps per micro-batch and its backward working set, by recompute mode
+// (shared/spec/memory-model.md §7.2, §7.6), and the ends of the model (§7.7).
+#pragma once
+
+#include "estimators/activation_census.hpp"
+
+namespace meshfit {
+
+struct LayerActivation {
+  double kept = 0;     // K_1: bytes kept per micro-batch
+  double working = 0;  // X: backward working set beyond what is kept, at one micro-batch
+};
+
+// Per-token figures of one census under a strategy (§7.2), shared by every layer of the kind.
+struct CensusPerToken {
+  double kept_plain = 0;  // saved/σ + saved_tp/tp + g_kv
+  double kept_sel = 0;    // the kept ops of a selective layer (rule 2 of §7.2)
+  double held = 0;        // working/σ + working_tp/tp + g_kv
+  double w_att_tp = 0;    // W_att/tp
+};
+CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, double g_kv);
+
+// One layer under recompute `mode`, for n_cp = b·s/cp tokens (§7.2; full: §7.6).
+LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double n_cp, double hidden,
+                                 const Run& run, const Strategy& s);
+
+// K_emb and K_out (§7.7), per micro-batch.
+double embedding_kept(const Model& m, const Run& run, const Strategy& s, double n_cp);
+double output_kept(const Model& m, const Run& run, const Strategy& s, double n_cp, double v_pad);
+
+}  // namespace meshfit

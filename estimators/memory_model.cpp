@@ -1,0 +1,233 @@
+#include "estimators/memory_model.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "estimators/backward_transients.hpp"
+#include "estimators/in_flight.hpp"
+#include "estimators/layer_activations.hpp"
+#include "estimators/model_states.hpp"
+#include "estimators/overheads.hpp"
+#include "estimators/parameter_counts.hpp"
+#include "estimators/pipeline_layout.hpp"
+#include "estimators/strategy_rules.hpp"
+
+namespace meshfit {
+
+namespace {
+
+constexpr double kNone = -std::numeric_limits<double>::infinity();
+
+// Everything about one layer kind under this strategy, computed once per estimate.
+struct KindFigures {
+  RankParams params;
+  CensusPerToken census;
+  ModelStates states;  // of one layer
+  double gathered_params = 0;  // Pg: its own and the prefetched layer's gathered parameters (§9.1)
+  double reduce_buffers = 0;   // Rg: its gradients as produced and reduce-scattered (§9.1)
+};
+
+// One layer as the backward scan of §9.1 sees it.
+struct ScanLayer {
+  double kept, working, pg, rg;
+  std::int64_t index;
+};
+
+}  // namespace
+
+MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
+                             double headroom_bytes) {
+  const Device& dev = cluster.device;
+  const RunOptions& o = run.options;
+  const PipelineLayout layout = make_layout(m, run, s);
+  const std::int64_t nv = s.virtual_stages();
+  const double h = static_cast<double>(m.hidden);
+  const double tp = static_cast<double>(s.tp);
+  const double sigma = static_cast<double>(s.sigma());
+  const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
+  const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
+  const ZeroDivisors z = zero_divisors(s);
+  const bool reshard = reshards_after_forward(run, s);
+  const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
+  const bool gather_per_layer = s.zero == 3 && reshard;
+  const double prefetch = 1 + static_cast<double>(o.fsdp_prefetch_layers);
+  const double g_kv = gathered_kv_bytes(m, run, s);
+  const double x_sp = s.tp > 1 && s.sp ? n_cp * o.beta_a * h : 0;  // Xsp of §9.1
+  const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
+
+  auto kind = [&](FfnKind ffn) {
+    KindFigures k;
+    k.params = rank_params(layer_params(m, ffn, kv_counted), s);
+    k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
+    k.states = model_states(k.params, z, run, false, keep_gathered);
+    if (gather_per_layer) k.gathered_params = prefetch * run.precision.beta_gather * k.params.total();
+    if (s.zero >= 2) {
+      // whole(ℓ): a part no other rank shards is not reduce-scattered.
+      const double whole = run.precision.beta_red * ((k.params.non_expert + k.params.shared) * (z.G > 1 ? 1 : 0) +
+                                                     k.params.routed * (z.Ge > 1 ? 1 : 0));
+      k.reduce_buffers = whole * (o.overlap_grad_reduce ? 2 : 1);
+    }
+    return k;
+  };
+  const KindFigures dense = kind(FfnKind::dense);
+  const KindFigures moe = m.is_moe() ? kind(FfnKind::moe) : dense;
+  auto figures = [&](FfnKind ffn) -> const KindFigures& { return ffn == FfnKind::moe ? moe : dense; };
+
+  // The ends of the model (§4.7, §4.8, §5.3, §7.7).
+  const double table_params = v_pad * h / tp;
+  RankParams embedding_table;
+  embedding_table.non_expert = table_params + static_cast<double>(m.positions) * h;
+  RankParams vocab_table;
+  vocab_table.non_expert = table_params;
+  RankParams final_norm;
+  final_norm.non_expert = static_cast<double>(m.norm_params());  // body rate (ruling 3)
+  RankParams mtp_extra;
+  mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
+  const double k_emb = embedding_kept(m, run, s, n_cp);
+  const double k_out = output_kept(m, run, s, n_cp, v_pad);
+  const FfnKind mtp_ffn = m.layer_ffn.empty() ? FfnKind::dense : m.layer_ffn.back();
+  const std::int64_t embedding_stage = layout.vstages.front().stage;
+  const bool split_ends = embedding_stage != layout.head_stage;
+
+  MemoryReport report;
+  report.capacity = dev.capacity;
+  report.budget = dev.capacity - headroom_bytes;
+  report.stages.resize(static_cast<std::size_t>(s.pp));
+  std::vector<ScanLayer> scan;
+  for (std::int64_t i = 0; i < s.pp; ++i) {
+    StageMemory& st = report.stages[static_cast<std::size_t>(i)];
+    st.stage = i;
+    st.chunk_bytes.assign(static_cast<std::size_t>(s.vpp), 0.0);
+    ModelStates states;
+    bool has_moe = false;
+    double tr_layer = kNone, tr_attn = 0, max_pg = 0, max_rg = 0;
+    std::vector<double> tr_layer_chunk(static_cast<std::size_t>(s.vpp), kNone);
+
+    for (std::int64_t c = 0; c < s.vpp; ++c) {
+      const std::int64_t u = layout.vstage_of(i, c);
+      const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u)];
+      double& A = st.chunk_bytes[static_cast<std::size_t>(c)];
+      scan.clear();
+      Recompute last_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
+      for (std::int64_t l = 0; l < vs.layers; ++l) {
+        const std::int64_t index = vs.first_layer + l;
+        const FfnKind ffn = m.layer_ffn[static_cast<std::size_t>(index)];
+        const KindFigures& k = figures(ffn);
+        has_moe = has_moe || ffn == FfnKind::moe;
+        Recompute mode = s.recompute;
+        if (s.recompute == Recompute::full) mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
+        last_mode = mode;
+        const LayerActivation a = layer_activation(k.census, mode, n_cp, h, run, s);
+        A += a.kept;
+        states += k.states;
+        scan.push_back({a.kept, a.working, k.gathered_params, k.reduce_buffers, index});
+        tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
+      }
+      st.layers += vs.layers;
+      st.full_recompute += vs.full_recompute;
+      double output_side = 0;  // kept bytes the backward frees before reaching the body layers
+      if (u == 0) {
+        st.embedding = true;
+        A += k_emb;
+        states += model_states(embedding_table, z, run, true, keep_gathered);
+      }
+      if (u == nv - 1) {
+        st.head = true;
+        output_side += k_out;
+        if (!m.tie) states += model_states(vocab_table, z, run, true, keep_gathered);
+        if ((m.tie || m.mtp_depths > 0) && split_ends) states += model_states(vocab_table, z, run, true, keep_gathered);
+        states += model_states(final_norm, z, run, false, keep_gathered);
+        // MTP depths (§4.8, §7.7): a body layer of the last layer's kind, eh_proj and norms;
+        // kept: its layer's K_1, its two inputs and their concatenation, and its own logits.
+        const KindFigures& k = figures(mtp_ffn);
+        for (std::int64_t d = 0; d < m.mtp_depths; ++d) {
+          const LayerActivation a = layer_activation(k.census, last_mode, n_cp, h, run, s);
+          const double kept = a.kept + n_cp * 3 * o.beta_a * h / sigma + k_out;
+          states += k.states;
+          states += model_states(mtp_extra, z, run, false, keep_gathered);
+          has_moe = has_moe || mtp_ffn == FfnKind::moe;
+          scan.push_back({kept, a.working, k.gathered_params, k.reduce_buffers, m.layers + d});
+          tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
+        }
+        st.mtp_depths = m.mtp_depths;
+        A += output_side;
+        for (std::int64_t d = 0; d < m.mtp_depths; ++d) A += scan[scan.size() - 1 - static_cast<std::size_t>(d)].kept;
+      }
+      // §9.1: Tr_layer(ℓ) = X − K_after + Pg + Rg + Xsp, scanning from the chunk's last layer.
+      double after = output_side;
+      double& chunk_tr = tr_layer_chunk[static_cast<std::size_t>(c)];
+      for (std::size_t j = scan.size(); j-- > 0;) {
+        const ScanLayer& L = scan[j];
+        const double tr = L.working - after + L.pg + L.rg + x_sp;
+        if (tr > tr_layer) {
+          tr_layer = tr;
+          st.tr_layer_at = L.index;
+        }
+        chunk_tr = std::max(chunk_tr, tr);
+        max_pg = std::max(max_pg, L.pg);
+        max_rg = std::max(max_rg, L.rg);
+        after += L.kept;
+      }
+    }
+
+    st.weights = states.weights;
+    st.grads = states.grads;
+    st.optimizer = states.optimizer;
+    st.gathered = states.gathered;
+    st.fp8_cache = states.fp8_cache;
+
+    const InFlight act = in_flight(s, i, st.chunk_bytes);
+    st.activations = act.peak;
+    st.chunk_inflight = act.counts;
+
+    // §9: one transient on top of the in-flight activations, the largest candidate.
+    st.tr_layer = tr_layer == kNone ? 0 : tr_layer;
+    st.tr_attn = tr_attn;
+    if (st.head) st.tr_logits = logits_transient(run, s, n_cp, v_pad);
+    if (gather_per_layer) {
+      double tables = (st.embedding ? 1 : 0);
+      if (st.head && (!m.tie || split_ends)) tables += 1;
+      st.tr_fsdp = std::max(max_pg, tables > 0 ? prefetch * run.precision.beta_gather * table_params : 0);
+    }
+    st.tr_bucket = s.zero >= 2 ? max_rg : run.profile.grad_bucket_elements * run.precision.beta_G;
+    if (st.layers + st.mtp_depths > 0) st.tr_cp = cp_buffer_transient(m, run, s, dev.devices_per_node);
+    if (has_moe) st.tr_ep = ep_buffer_transient(m, run, s, n_cp);
+    double layer_candidate = st.tr_layer;
+    if (s.schedule == Schedule::dualpipev && s.vpp == 2) {  // §9.8
+      const double t0 = tr_layer_chunk[0] == kNone ? 0 : tr_layer_chunk[0];
+      const double t1 = tr_layer_chunk[1] == kNone ? 0 : tr_layer_chunk[1];
+      st.tr_dpv = std::max(st.chunk_bytes[0] + t1, st.chunk_bytes[1] + t0);
+      layer_candidate = st.tr_dpv;
+    }
+    st.transient = std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket,
+                             st.tr_cp, st.tr_ep});
+    // §9.9: the optimizer-step phase.
+    st.step_transient = o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
+                        (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);
+
+    // §11: totals.
+    const double stat = st.static_total();
+    const double backward = stat + st.activations + st.transient;
+    const double step = stat + st.step_transient;
+    st.step_phase_binds = step > backward;
+    st.allocated = std::max(backward, step);
+    st.reserved = st.allocated * (1 + dev.fragmentation);
+    const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && split_ends && (st.embedding || st.head)};
+    st.communicators = communicator_count(s, m.is_moe(), groups);
+    st.cuda_context = dev.overhead_context;
+    st.communicator_buffers = static_cast<double>(st.communicators) * dev.overhead_per_communicator;
+    st.workspaces = dev.overhead_workspaces;
+    st.ep_library = has_moe ? dev.overhead_ep_library : 0;
+    st.fixed_margin = dev.overhead_fixed;
+    st.device = st.reserved + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
+                st.fixed_margin;
+    if (i == 0 || st.device > report.peak) {
+      report.peak = st.device;
+      report.peak_stage = i;
+    }
+  }
+  report.fits = report.peak <= report.budget;
+  return report;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,68 @@
+#include "estimators/model_states.hpp"
+
+namespace meshfit {
+
+ZeroDivisors zero_divisors(const Strategy& s) {
+  ZeroDivisors z;
+  if (s.zero == 0) return z;
+  const double G = static_cast<double>(s.shard_group);
+  // G_e = G·tp/(ep·etp): the routed experts' shard group (§3.1).
+  const double Ge = static_cast<double>(s.shard_group * s.tp) / static_cast<double>(s.ep * s.etp);
+  z.OS = G;
+  z.OSe = Ge;
+  if (s.zero >= 2) {
+    z.G = G;
+    z.Ge = Ge;
+  }
+  if (s.zero >= 3) {
+    z.P = G;
+    z.Pe = Ge;
+  }
+  return z;
+}
+
+RankParams rank_params(const LayerParams& p, const Strategy& s) {
+  const double tp = static_cast<double>(s.tp);
+  RankParams r;
+  r.non_expert = static_cast<double>(p.non_expert_split()) / tp + static_cast<double>(p.non_expert_repl());
+  r.shared = static_cast<double>(p.shared_split) / tp + static_cast<double>(p.shared_repl);
+  r.routed = static_cast<double>(p.routed) / static_cast<double>(s.ep * s.etp);
+  r.gemm = static_cast<double>(p.attention_split + p.dense_split + p.shared_split) / tp + r.routed;
+  return r;
+}
+
+ModelStates& ModelStates::operator+=(const ModelStates& o) {
+  weights += o.weights;
+  grads += o.grads;
+  optimizer += o.optimizer;
+  gathered += o.gathered;
+  fp8_cache += o.fp8_cache;
+  optimizer_elements += o.optimizer_elements;
+  return *this;
+}
+
+// §6: β · ((ne + sh)/Z + rt/Z_e) for each state; tables use β_opt_table.
+ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& run, bool table, bool keep_gathered) {
+  const Precision& p = run.precision;
+  const double dense = r.non_expert + r.shared;
+  ModelStates m;
+  m.weights = p.beta_P * (dense / z.P + r.routed / z.Pe);
+  m.grads = p.beta_G * (dense / z.G + r.routed / z.Ge);
+  m.optimizer_elements = dense / z.OS + r.routed / z.OSe;
+  const double beta_opt = table ? run.beta_opt_table() : run.beta_opt();
+  m.optimizer = run.options.offload_optimizer ? 0 : beta_opt * m.optimizer_elements;
+  if (keep_gathered) m.gathered = p.beta_gather * r.total();
+  if (!table) m.fp8_cache = run.options.fp8_weight_cache_bytes * r.gemm;
+  return m;
+}
+
+bool reshards_after_forward(const Run& run, const Strategy& s) {
+  switch (run.profile.reshard_after_forward) {
+    case ReshardAfterForward::on: return true;
+    case ReshardAfterForward::off: return false;
+    case ReshardAfterForward::automatic: return s.pp == 1;
+  }
+  return true;
+}
+
+}  // namespace meshfit

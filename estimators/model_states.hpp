@@ -1,0 +1,46 @@
+// Weights, gradients and optimizer state of what a stage holds, sharded by TP, EP/ETP and ZeRO
+// (shared/spec/memory-model.md §3.2, §4.9, §6).
+#pragma once
+
+#include <cstdint>
+
+#include "estimators/model.hpp"
+#include "estimators/parameter_counts.hpp"
+#include "estimators/run.hpp"
+#include "estimators/strategy.hpp"
+
+namespace meshfit {
+
+// ZeRO divisors of §3.2 for the non-expert and shared parts (G) and routed experts (G_e).
+struct ZeroDivisors {
+  double P = 1, G = 1, OS = 1;      // Z_P, Z_G, Z_OS
+  double Pe = 1, Ge = 1, OSe = 1;   // Z_P,e, Z_G,e, Z_OS,e
+};
+ZeroDivisors zero_divisors(const Strategy& s);
+
+// Parameters one rank holds of one layer (§4.9): ne = P_ne,split/tp + P_ne,repl, etc.
+struct RankParams {
+  double non_expert = 0;  // ne
+  double shared = 0;      // sh
+  double routed = 0;      // rt
+  double gemm = 0;        // TP/EP-split GEMM weights (the FP8 cache of §6.2)
+  double total() const { return non_expert + shared + routed; }
+};
+RankParams rank_params(const LayerParams& p, const Strategy& s);
+
+// Bytes of the three model states (plus gathered parameters and the FP8 cache) for a set of
+// per-rank parameters; `table` selects β_opt_table.
+struct ModelStates {
+  double weights = 0, grads = 0, optimizer = 0, gathered = 0, fp8_cache = 0;
+  double optimizer_elements = 0;  // local optimizer-shard elements (§9.9, ruling 8)
+  ModelStates& operator+=(const ModelStates& o);
+  double total() const { return weights + grads + optimizer + gathered + fp8_cache; }
+};
+// `keep_gathered`: ZeRO-3 without resharding keeps every gathered parameter (§6.1).
+ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& run, bool table,
+                         bool keep_gathered);
+
+// Whether ZeRO-3 reshards after the forward, resolved from the framework profile (§2.4).
+bool reshards_after_forward(const Run& run, const Strategy& s);
+
+}  // namespace meshfit

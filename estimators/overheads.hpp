@@ -1,0 +1,19 @@
+// Memory outside the allocator (shared/spec/memory-model.md §11): communicators a rank of a
+// stage takes part in, and the device's fixed overheads.
+#pragma once
+
+#include <cstdint>
+
+#include "estimators/strategy.hpp"
+
+namespace meshfit {
+
+struct StageGroups {
+  bool has_moe = false;          // the stage holds an MoE layer
+  bool embedding_group = false;  // the stage is one end of a tied-table or MTP embedding group
+};
+
+// n_comm(i): one communicator per group of more than one rank (§11's table).
+std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const StageGroups& g);
+
+}  // namespace meshfit

@@ -1,0 +1,35 @@
+// Layers over virtual pipeline stages, their (stage, chunk), the ends of the model and the
+// fully recomputed layers (shared/spec/memory-model.md §5, the single source of the layout).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "estimators/model.hpp"
+#include "estimators/run.hpp"
+#include "estimators/strategy.hpp"
+
+namespace meshfit {
+
+struct VirtualStage {
+  std::int64_t first_layer = 0;     // first body layer, model order
+  std::int64_t layers = 0;          // body layers held
+  std::int64_t stage = 0;           // pipeline rank i
+  std::int64_t chunk = 0;           // chunk c on that rank
+  std::int64_t full_recompute = 0;  // its first this-many layers are fully recomputed
+};
+
+struct PipelineLayout {
+  std::vector<VirtualStage> vstages;  // in model order, size nv
+  std::int64_t head_stage = 0;        // the stage of virtual stage nv − 1 (§5.3)
+
+  // Virtual stage index held as chunk c of stage i.
+  std::int64_t vstage_of(std::int64_t stage, std::int64_t chunk) const;
+  std::int64_t stage_layers(std::int64_t stage) const;
+};
+
+// Slots per virtual stage by §5.1 rules 2–3; false if the counts cannot be laid out (H12b).
+bool layout_counts_valid(const Model& model, const Run& run, const Strategy& s);
+PipelineLayout make_layout(const Model& model, const Run& run, const Strategy& s);
+
+}  // namespace meshfit

@@ -1,0 +1,175 @@
+#include "estimators/strategy_rules.hpp"
+
+#include <algorithm>
+
+#include "estimators/pipeline_layout.hpp"
+
+namespace meshfit {
+
+const char* rule_id(HardRule r) {
+  static const char* const ids[] = {"ok",  "H1",  "H2",  "H3",  "H4",   "H5",  "H6",  "H7",  "H8",
+                                    "H9",  "H10", "H11", "H12", "H12b", "H13", "H14", "H15", "H16",
+                                    "H17", "H18", "H19", "H20", "H21",  "H22", "H23"};
+  return ids[static_cast<int>(r)];
+}
+
+std::int64_t hybrid_ulysses_degree(const Model& m, const Strategy& s, std::int64_t D, bool kv_divisible) {
+  if (m.heads % s.tp != 0) return 0;
+  const std::int64_t heads_tp = m.heads / s.tp;
+  for (std::int64_t u = s.cp - 1; u >= 2; --u) {
+    if (s.cp % u != 0 || heads_tp % u != 0) continue;
+    if (kv_divisible && m.kv_heads % (s.tp * u) != 0) continue;
+    if (s.tp * u > D) continue;
+    return u;
+  }
+  return 0;
+}
+
+std::int64_t padded_vocab(std::int64_t vocab, std::int64_t q, std::int64_t tp) {
+  const std::int64_t unit = q * tp;
+  return (vocab + unit - 1) / unit * unit;
+}
+
+HardRule first_broken_rule(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
+  const std::int64_t N = cluster.devices;
+  const bool moe = m.is_moe();
+  // H1: the grid covers the devices.
+  if (s.dp < 1 || s.tp < 1 || s.cp < 1 || s.pp < 1 || s.dp * s.tp * s.cp * s.pp != N) return HardRule::H1;
+  // H2: equal micro-batches on every replica.
+  if (s.micro_batch < 1 || s.num_microbatches < 1 ||
+      s.dp * s.micro_batch * s.num_microbatches != run.global_batch) {
+    return HardRule::H2;
+  }
+  if (m.heads % s.tp != 0) return HardRule::H3;
+  if (m.attention == AttentionKind::gqa && m.kv_heads % s.tp != 0 && s.tp % m.kv_heads != 0) return HardRule::H4;
+  const bool has_dense = m.moe_layer_count() < m.layers;
+  if ((has_dense && m.ffn % s.tp != 0) ||
+      (moe && (m.shared_experts * m.shared_expert_ffn) % s.tp != 0) ||
+      (moe && m.expert_ffn % s.etp != 0)) {
+    return HardRule::H5;
+  }
+  // H6 holds by construction of V_pad. H7: SP over a TP group of one is canonicalised by the parser.
+  if (s.sp && s.tp == 1) return HardRule::H7;
+  if (s.sp && (run.seq % s.cp != 0 || (run.seq / s.cp) % s.tp != 0)) return HardRule::H8;
+  if (s.cp > 1) {
+    if (s.cp_algo == CpAlgo::none) return HardRule::H9;
+    if (run.seq % s.cp != 0) return HardRule::H9;
+    if (s.cp_algo != CpAlgo::ulysses && run.seq % (2 * s.cp) != 0) return HardRule::H9;
+  } else if (s.cp_algo != CpAlgo::none) {
+    return HardRule::H9;
+  }
+  if (s.cp_algo == CpAlgo::ulysses && (m.heads / s.tp) % s.cp != 0) return HardRule::H10;
+  if (s.cp_algo == CpAlgo::hybrid && (s.cp_u < 1 || (m.heads / s.tp) % s.cp_u != 0)) return HardRule::H10;
+  if (s.cp_algo == CpAlgo::hybrid && (s.cp_u < 2 || s.cp_u >= s.cp || s.cp % s.cp_u != 0)) return HardRule::H11;
+  // H12: every virtual stage holds at least one layer or the embedding/loss slot.
+  const std::int64_t slots = m.layers + (run.options.account_embedding ? 1 : 0) + (run.options.account_loss ? 1 : 0);
+  if (s.pp * s.vpp > slots) return HardRule::H12;
+  if (!layout_counts_valid(m, run, s)) return HardRule::H12b;
+  if (s.vpp >= 2 && s.pp < 2) return HardRule::H13;
+  // H14: the schedule is defined by the chunking.
+  if (s.pp == 1) {
+    if (s.schedule != Schedule::none || s.vpp != 1) return HardRule::H14;
+  } else {
+    switch (s.schedule) {
+      case Schedule::none: return HardRule::H14;
+      case Schedule::interleaved_1f1b:
+        if (s.vpp < 2) return HardRule::H14;
+        break;
+      case Schedule::dualpipev:
+        if (s.vpp != 2) return HardRule::H14;
+        break;
+      default:
+        if (s.vpp != 1) return HardRule::H14;
+    }
+  }
+  if (moe) {
+    if (m.experts % s.ep != 0) return HardRule::H15;
+    const std::int64_t R = s.stage_ranks();
+    if (run.profile.expert_rule == "torchtitan") {
+      const std::int64_t G = s.zero >= 1 ? s.shard_group : s.dp * s.cp;
+      if (s.etp != 1 || (G * s.tp) % s.ep != 0) return HardRule::H16;
+    } else {
+      if (R % (s.ep * s.etp) != 0) return HardRule::H16;
+      if (s.zero >= 1 && (s.shard_group * s.tp) % (s.ep * s.etp) != 0) return HardRule::H16;
+    }
+    if (s.tp > 1 && !s.sp) return HardRule::H17;
+  } else if (s.ep != 1 || s.etp != 1) {
+    return HardRule::H18;
+  }
+  if (s.zero < 0 || s.zero > 3) return HardRule::H19;
+  if (s.zero >= 1 && (s.shard_group < 2 || (s.dp * s.cp) % s.shard_group != 0)) return HardRule::H19;
+  if (s.zero == 0 && s.shard_group != 1) return HardRule::H19;
+  if (s.recompute_layers != 0 && s.recompute != Recompute::full) return HardRule::H20;
+  if (s.recompute_layers < 0) return HardRule::H20;
+  // H21 (values only when listed) is the search's concern: a given strategy lists its own values.
+  if (s.schedule == Schedule::dualpipev && s.num_microbatches < 2 * s.pp) return HardRule::H22;
+  if (s.schedule == Schedule::interleaved_1f1b &&
+      (s.num_microbatches < s.pp || s.num_microbatches % s.pp != 0)) {
+    return HardRule::H23;
+  }
+  return HardRule::ok;
+}
+
+std::string explain_rule(HardRule r, const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
+  using std::to_string;
+  switch (r) {
+    case HardRule::ok: return "valid";
+    case HardRule::H1:
+      return "H1: dp·tp·cp·pp = " + to_string(s.dp) + "·" + to_string(s.tp) + "·" + to_string(s.cp) + "·" +
+             to_string(s.pp) + " must equal the " + to_string(cluster.devices) + " devices";
+    case HardRule::H2:
+      return "H2: dp·mbs·m = " + to_string(s.dp) + "·" + to_string(s.micro_batch) + "·" +
+             to_string(s.num_microbatches) + " must equal the global batch " + to_string(run.global_batch);
+    case HardRule::H3:
+      return "H3: tp " + to_string(s.tp) + " must divide the " + to_string(m.heads) + " query heads";
+    case HardRule::H4:
+      return "H4: tp " + to_string(s.tp) + " and the " + to_string(m.kv_heads) +
+             " key/value heads must divide one another";
+    case HardRule::H5:
+      return "H5: tp " + to_string(s.tp) + " must divide the FFN width (and the shared-expert width), and etp " +
+             to_string(s.etp) + " the expert width";
+    case HardRule::H6: return "H6: padded vocabulary";
+    case HardRule::H7: return "H7: sp needs tp > 1";
+    case HardRule::H8:
+      return "H8: with sp, tp " + to_string(s.tp) + " must divide the tokens per CP rank s/cp = " +
+             to_string(run.seq) + "/" + to_string(s.cp);
+    case HardRule::H9:
+      return "H9: cp " + to_string(s.cp) + " needs a cp_algo, s mod cp = 0, and for ring/hybrid/allgather s mod 2·cp = 0 (s = " +
+             to_string(run.seq) + "); cp_algo only with cp > 1";
+    case HardRule::H10:
+      return "H10: the " + to_string(m.heads / std::max<std::int64_t>(1, s.tp)) +
+             " heads per TP rank must divide by the Ulysses degree";
+    case HardRule::H11: return "H11: hybrid CP needs a Ulysses degree cp_u with 2 <= cp_u < cp dividing cp";
+    case HardRule::H12:
+      return "H12: pp·vpp = " + to_string(s.pp * s.vpp) + " virtual stages exceed the " + to_string(m.layers) +
+             " layers";
+    case HardRule::H12b: return "H12b: the first/last stage layer counts leave a remainder or a stage with fewer than vpp layers";
+    case HardRule::H13: return "H13: vpp >= 2 needs pp >= 2";
+    case HardRule::H14:
+      return std::string("H14: schedule ") + to_string(s.schedule) + " does not match pp " + to_string(s.pp) +
+             " and vpp " + to_string(s.vpp) +
+             " (interleaved_1f1b needs vpp >= 2, dualpipev vpp = 2, 1f1b/gpipe/zb_h1 vpp = 1, pp = 1 no schedule)";
+    case HardRule::H15:
+      return "H15: ep " + to_string(s.ep) + " must divide the " + to_string(m.experts) + " routed experts";
+    case HardRule::H16:
+      return "H16: ep·etp = " + to_string(s.ep * s.etp) + " must divide dp·cp·tp = " + to_string(s.stage_ranks()) +
+             " and, with ZeRO, shard_group·tp = " + to_string(s.shard_group * s.tp) +
+             (run.profile.expert_rule == "torchtitan" ? " (torchtitan: etp = 1)" : "");
+    case HardRule::H17: return "H17: an MoE model with tp > 1 needs sp";
+    case HardRule::H18: return "H18: a dense model has ep = etp = 1";
+    case HardRule::H19:
+      return "H19: zero " + to_string(s.zero) + " with shard_group " + to_string(s.shard_group) +
+             ": ZeRO >= 1 needs a shard group of at least 2 dividing dp·cp = " + to_string(s.dp * s.cp) +
+             "; zero 0 has shard_group 1";
+    case HardRule::H20: return "H20: recompute_layers only with recompute=full, and at least 1";
+    case HardRule::H21: return "H21: value not listed";
+    case HardRule::H22:
+      return "H22: dualpipev needs m >= 2·pp (m = " + to_string(s.num_microbatches) + ")";
+    case HardRule::H23:
+      return "H23: interleaved_1f1b needs m >= pp and m mod pp = 0 (m = " + to_string(s.num_microbatches) +
+             ", pp = " + to_string(s.pp) + ")";
+  }
+  return "?";
+}
+
+}  // namespace meshfit

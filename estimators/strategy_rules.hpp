@@ -1,0 +1,39 @@
+// The hard validity rules H1–H23 of shared/spec/search-and-time.md §3.1, and the Ulysses degree
+// of hybrid CP (§2.4). The memory model refuses exactly the strategies these rules reject
+// (memory-model.md §14), so every strategy the search counts as valid is priced.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "estimators/device.hpp"
+#include "estimators/model.hpp"
+#include "estimators/run.hpp"
+#include "estimators/strategy.hpp"
+
+namespace meshfit {
+
+enum class HardRule : std::uint8_t {
+  ok, H1, H2, H3, H4, H5, H6, H7, H8, H9, H10, H11, H12, H12b, H13, H14, H15, H16, H17, H18,
+  H19, H20, H21, H22, H23
+};
+
+const char* rule_id(HardRule r);
+
+// §2.4: the largest divisor cp_u of cp with 2 ≤ cp_u < cp, (a/tp) mod cp_u = 0,
+// n_kv mod (tp·cp_u) = 0 when `kv_divisible` (policy P9), and tp·cp_u ≤ D; 0 if none.
+std::int64_t hybrid_ulysses_degree(const Model& model, const Strategy& s, std::int64_t devices_per_node,
+                                   bool kv_divisible = true);
+
+// Padded vocabulary V_pad = ⌈V/(q_V·tp)⌉·q_V·tp (search-and-time.md §2.2).
+std::int64_t padded_vocab(std::int64_t vocab, std::int64_t pad_multiple, std::int64_t tp);
+
+// The first hard rule `s` breaks, in table order (HardRule::ok if none). The strategy must already
+// have its derived fields filled (dp, m, G, cp_u). Allocation-free.
+HardRule first_broken_rule(const Model& model, const Run& run, const Cluster& cluster, const Strategy& s);
+
+// A sentence naming the rule, the symbols and their values, for error messages.
+std::string explain_rule(HardRule r, const Model& model, const Run& run, const Cluster& cluster,
+                         const Strategy& s);
+
+}  // namespace meshfit
