@@ -133,25 +133,37 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
       }
       if (u == nv - 1) {
         st.head = true;
-        output_side += k_out;
+        // The backward frees the logits of the head and of every MTP depth before it reaches a
+        // body layer (§9.1's "K_out and MTP logits").
+        output_side = k_out * static_cast<double>(1 + m.mtp_depths);
+        A += output_side;
         if (!m.tie) states += model_states(vocab_table, z, run, true, keep_gathered);
         if ((m.tie || m.mtp_depths > 0) && split_ends) states += model_states(vocab_table, z, run, true, keep_gathered);
         states += model_states(final_norm, z, run, false, keep_gathered);
-        // MTP depths (§4.8, §7.7): a body layer of the last layer's kind, eh_proj and norms;
-        // kept: its layer's K_1, its two inputs and their concatenation, and its own logits.
+        // MTP depths (§4.8, §7.7): a body layer of the last layer's kind, eh_proj and norms; each
+        // keeps its layer's K_1 and its two inputs and their concatenation (3h), besides its logits.
         const KindFigures& k = figures(mtp_ffn);
+        const LayerActivation a = layer_activation(k.census, last_mode, n_cp, h, run, s);
+        const double mtp_kept = a.kept + n_cp * 3 * o.beta_a * h / sigma;
         for (std::int64_t d = 0; d < m.mtp_depths; ++d) {
-          const LayerActivation a = layer_activation(k.census, last_mode, n_cp, h, run, s);
-          const double kept = a.kept + n_cp * 3 * o.beta_a * h / sigma + k_out;
           states += k.states;
           states += model_states(mtp_extra, z, run, false, keep_gathered);
           has_moe = has_moe || mtp_ffn == FfnKind::moe;
-          scan.push_back({kept, a.working, k.gathered_params, k.reduce_buffers, m.layers + d});
+          A += mtp_kept;
+          // K_after of depth d: the logits, and the later depths' kept bytes.
+          const double after = output_side + mtp_kept * static_cast<double>(m.mtp_depths - 1 - d);
+          const double tr = a.working - after + k.gathered_params + k.reduce_buffers + x_sp;
+          if (tr > tr_layer) {
+            tr_layer = tr;
+            st.tr_layer_at = m.layers + d;
+          }
+          double& chunk_tr = tr_layer_chunk[static_cast<std::size_t>(c)];
+          chunk_tr = std::max(chunk_tr, tr);
+          max_pg = std::max(max_pg, k.gathered_params);
+          max_rg = std::max(max_rg, k.reduce_buffers);
           tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
         }
         st.mtp_depths = m.mtp_depths;
-        A += output_side;
-        for (std::int64_t d = 0; d < m.mtp_depths; ++d) A += scan[scan.size() - 1 - static_cast<std::size_t>(d)].kept;
       }
       // §9.1: Tr_layer(ℓ) = X − K_after + Pg + Rg + Xsp, scanning from the chunk's last layer.
       double after = output_side;

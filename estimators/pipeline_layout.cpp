@@ -38,6 +38,9 @@ bool uses_stage_counts(const Run& run) {
 // Slots of virtual stage u.
 std::int64_t vstage_slots(const Run& run, const Strategy& s, std::int64_t slots, std::int64_t u) {
   const std::int64_t nv = s.virtual_stages();
+  if (!run.options.layers_per_vstage.empty()) {  // rule 1: the list as given
+    return run.options.layers_per_vstage[static_cast<std::size_t>(u)];
+  }
   if (!uses_stage_counts(run)) return spread(slots, nv, u);
   // Rule 2: the stage's slots spread over its chunks by rule 3. Interleaving maps chunk c of
   // stage i to u = c·pp + i; under dualpipev chunk 1 of stage i is u = 2pp − 1 − i.
@@ -71,7 +74,15 @@ bool layout_counts_valid(const Model& m, const Run& run, const Strategy& s) {
   const std::int64_t slots = total_slots(m, run);
   const std::int64_t nv = s.virtual_stages();
   if (nv < 1 || nv > slots) return false;
-  if (uses_stage_counts(run)) {
+  const auto& list = run.options.layers_per_vstage;
+  if (!list.empty()) {
+    std::int64_t sum = 0;
+    for (std::int64_t n : list) {
+      if (n < 0) return false;
+      sum += n;
+    }
+    if (static_cast<std::int64_t>(list.size()) != nv || sum != slots) return false;
+  } else if (uses_stage_counts(run)) {
     for (std::int64_t i = 0; i < s.pp; ++i) {
       const std::int64_t n = stage_slots(run, s, slots, i);
       if (n < s.vpp) return false;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "estimators/strategy.hpp"
 
@@ -80,6 +81,7 @@ struct RunOptions {
   // Layout (§5.1).
   bool account_embedding = false;
   bool account_loss = false;
+  std::vector<std::int64_t> layers_per_vstage;  // slots per virtual stage (length nv); empty = not given
   std::int64_t layers_first_stage = 0;  // 0 = not given
   std::int64_t layers_last_stage = 0;
   // FP8 (§6.2, §7.4.7).
