@@ -12,5 +12,6 @@ int command_models(const std::vector<std::string>& args, std::ostream& out);
 int command_devices(const std::vector<std::string>& args, std::ostream& out);
 int command_show(const std::vector<std::string>& args, std::ostream& out);
 int command_estimate(const std::vector<std::string>& args, std::ostream& out);
+int command_validate(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace meshfit

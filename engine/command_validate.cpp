@@ -1,0 +1,127 @@
+// `meshfit validate CASES.yaml`: estimate measured runs and compare like with like
+// (shared/spec/cli.md; memory-model.md §11 "Comparing with measurements").
+#include <algorithm>
+#include <cmath>
+
+#include "engine/cli_options.hpp"
+#include "engine/commands.hpp"
+#include "engine/input_error.hpp"
+#include "engine/json_writer.hpp"
+#include "engine/memory_terms.hpp"
+#include "engine/strategy_string.hpp"
+#include "engine/text_format.hpp"
+#include "engine/validation_cases.hpp"
+#include "estimators/memory_model.hpp"
+
+namespace meshfit {
+
+namespace {
+
+struct Row {
+  const ValidationCase* c;
+  double estimate_gib;
+  double error;  // estimate/measured − 1
+  std::int64_t stage;
+};
+
+// The estimate comparable with the case's metric: allocated with allocated, reserved (or an
+// unstated metric) with reserved; the largest over stages, as the sources report the busiest rank.
+Row compare(const ValidationCase& c) {
+  const MemoryReport r = estimate_memory(c.model, c.run, c.cluster, c.strategy);
+  double best = -1;
+  std::int64_t stage = 0;
+  for (const auto& st : r.stages) {
+    const double v = c.metric == MemoryMetric::allocated ? st.allocated : st.reserved;
+    if (v > best) {
+      best = v;
+      stage = st.stage;
+    }
+  }
+  const double gib = best / kGiB;
+  return {&c, gib, gib / c.measured_gib - 1, stage};
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+int command_validate(const std::vector<std::string>& args, std::ostream& out) {
+  CommonFlags common;
+  std::string file;
+  po::options_description desc(
+      "Usage: meshfit validate CASES.yaml [--format table|json]\n\n"
+      "Estimates each measured case (schema: shared/validation/README.md) and compares the estimate\n"
+      "with the measurement: reserved with reserved (also when the case does not say), allocated\n"
+      "with allocated. Prints each case's error and the median absolute error.\nOptions");
+  desc.add_options()("cases", po::value(&file), "the case file");
+  add_common_options(desc, common);
+  po::positional_options_description pos;
+  pos.add("cases", 1);
+  parse_options("validate", args, desc, &pos);
+  if (common.help) {
+    out << desc << '\n';
+    return 0;
+  }
+  const OutputFormat format = parse_format(common.format, {"table", "json"});
+  if (file.empty()) throw UsageError("meshfit validate: a case file is required\nTry 'meshfit validate --help'.");
+  const std::vector<ValidationCase> cases = load_validation_cases(file);
+
+  std::vector<Row> rows;
+  std::vector<double> abs_errors;
+  for (const auto& c : cases) {
+    rows.push_back(compare(c));
+    abs_errors.push_back(std::fabs(rows.back().error));
+  }
+  const auto under = std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
+  const auto over = std::max_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
+  const double med = median(abs_errors);
+  const auto within = std::count_if(abs_errors.begin(), abs_errors.end(), [](double e) { return e <= 0.10; });
+
+  if (format == OutputFormat::json) {
+    JsonWriter j(out);
+    j.begin_object().key("cases").begin_array();
+    for (const auto& r : rows) {
+      j.begin_object().field("id", r.c->id).field("estimate_gib", r.estimate_gib)
+          .field("measured_gib", r.c->measured_gib).field("metric", to_string(r.c->metric))
+          .field("error", r.error).field("stage", r.stage);
+      // The step-time model (issue 4) fills the estimate; null until then.
+      j.key("estimate_tokens_per_sec_per_device").null();
+      j.key("measured_tokens_per_sec_per_device");
+      if (r.c->measured_tokens_per_sec) j.value(*r.c->measured_tokens_per_sec); else j.null();
+      j.key("defaults").begin_array();
+      for (const auto& d : r.c->defaults_taken) j.value(d);
+      j.end_array().end_object();
+    }
+    j.end_array();
+    j.key("summary").begin_object().field("cases", static_cast<std::int64_t>(rows.size()))
+        .field("median_abs_error", med).field("within_10_percent", static_cast<std::int64_t>(within));
+    if (!rows.empty()) {
+      j.field("worst_under_id", under->c->id).field("worst_under_error", under->error)
+          .field("worst_over_id", over->c->id).field("worst_over_error", over->error);
+    }
+    j.end_object().end_object();
+    out << '\n';
+    return 0;
+  }
+  TextTable t;
+  t.row({"case", "metric", "estimate GiB", "measured GiB", "error", "stage"});
+  for (const auto& r : rows) {
+    t.row({r.c->id, to_string(r.c->metric), fixed(r.estimate_gib, 2), fixed(r.c->measured_gib, 2),
+           (r.error >= 0 ? "+" : "") + fixed(100 * r.error, 1) + "%", std::to_string(r.stage)});
+  }
+  t.print(out);
+  out << "\n" << rows.size() << " cases; median absolute error " << fixed(100 * med, 1) << "%; "
+      << within << " within 10%\n";
+  if (!rows.empty()) {
+    out << "worst under-estimate " << under->c->id << " " << fixed(100 * under->error, 1) << "%; worst over-estimate "
+        << over->c->id << " +" << fixed(100 * over->error, 1) << "%\n";
+  }
+  return 0;
+}
+
+}  // namespace meshfit

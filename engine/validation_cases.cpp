@@ -1,0 +1,237 @@
+#include "engine/validation_cases.hpp"
+
+#include <algorithm>
+#include <regex>
+
+#include "engine/device_config.hpp"
+#include "engine/input_error.hpp"
+#include "engine/model_config.hpp"
+#include "engine/run_config.hpp"
+#include "engine/yaml_fields.hpp"
+#include "estimators/strategy_rules.hpp"
+
+namespace meshfit {
+
+const char* to_string(MemoryMetric m) {
+  switch (m) {
+    case MemoryMetric::reserved: return "reserved";
+    case MemoryMetric::allocated: return "allocated";
+    case MemoryMetric::unstated: return "unstated";
+  }
+  return "?";
+}
+
+namespace {
+
+// The case's model block uses Hugging Face names with one schema for every MoE family
+// (num_experts, n_shared_experts, shared_expert_intermediate_size, first_k_dense_replace):
+// translate it to the family's own config fields.
+YAML::Node translate_model(const YAML::Node& in, const Fields& f) {
+  YAML::Node out = YAML::Clone(in);
+  const std::string type = f.optional_string("model_type").value_or("");
+  if (f.has("num_experts") && (type == "deepseek_v3" || type == "deepseek_v2")) {
+    out["n_routed_experts"] = in["num_experts"];
+  }
+  const std::int64_t shared = f.optional_int("n_shared_experts", 0).value_or(0);
+  if (f.has("shared_expert_intermediate_size") && shared > 0) {
+    // The case states the total width of all shared experts; the symbols take one expert's.
+    const std::int64_t total = *f.optional_int("shared_expert_intermediate_size");
+    out["model"]["n_s"] = shared;
+    out["model"]["f_se"] = total / shared;
+  }
+  const std::int64_t first_dense = f.optional_int("first_k_dense_replace", 0).value_or(0);
+  if (first_dense > 0 && type != "deepseek_v3" && type != "deepseek_v2") {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (std::int64_t l = 0; l < first_dense; ++l) list.push_back(l);
+    out["mlp_only_layers"] = list;
+  }
+  return out;
+}
+
+// Device names of devices.md §4.
+Device case_device(const Fields& d, std::vector<std::string>& notes) {
+  const std::string name = d.optional_string("name").value_or("");
+  const auto capacity_gib = d.optional_number("capacity_gib", 1e-3, 1e6);
+  std::string preset;
+  if (name == "H100-SXM-96GB" || name == "H100-96GB") preset = "h100-96gb";
+  else if (name == "H100-80GB") preset = "h100-80gb";
+  else if (name == "H200-141GB") preset = "h200-141gb";
+  else if (name == "B200") preset = "b200-192gb";
+  else if (name == "A800-80GB") preset = "a100-80gb";
+  else if (name == "GH200") preset = "h200-141gb";
+  Device dev;
+  if (!preset.empty()) {
+    dev = load_device(preset);
+    if (name == "A800-80GB") dev.intra_bandwidth = 200e9;  // NVLink 400 GB/s bidirectional
+  } else if (capacity_gib) {
+    dev = load_device("h100-80gb");
+    notes.push_back("unknown device '" + name + "': h100-80gb figures with the case's capacity");
+  } else {
+    d.fail("name", "unknown device '" + name + "' and no capacity_gib; expected one of H100-SXM-96GB, "
+                   "H100-96GB, H100-80GB, H200-141GB, B200, A800-80GB, GH200");
+  }
+  if (capacity_gib) dev.capacity = *capacity_gib * 1024.0 * 1024.0 * 1024.0;
+  dev.name = name;
+  return dev;
+}
+
+// Megatron's recompute_modules (memory-model.md §7.5): core_attn drops softmax and headCast,
+// layernorm drops normOp, mla_up_proj drops attUp, moe_act and mlp drop ffAct.
+RecomputeSwitches megatron_modules(const std::string& detail) {
+  RecomputeSwitches sw{true, true, true, true, true, true, true, true};
+  const std::regex list(R"(recompute_modules\s*=\s*\[([^\]]*)\])");
+  std::smatch match;
+  if (!std::regex_search(detail, match, list)) return RecomputeSwitches::megatron_core_attn();
+  const std::string modules = match[1].str();
+  if (modules.find("core_attn") != std::string::npos) sw.softmax = sw.headCast = false;
+  if (modules.find("layernorm") != std::string::npos) sw.normOp = false;
+  if (modules.find("mla_up_proj") != std::string::npos) sw.attUp = false;
+  if (modules.find("moe_act") != std::string::npos || modules.find("mlp") != std::string::npos) sw.ffAct = false;
+  return sw;
+}
+
+ValidationCase read_case(const YAML::Node& node, const std::string& path, std::size_t index) {
+  ValidationCase vc;
+  const Fields top(node, path + ": case #" + std::to_string(index + 1));
+  vc.id = top.optional_string("id").value_or("");
+  if (vc.id.empty()) top.fail("id", "missing; expected a unique string");
+  const std::string src = path + ": case '" + vc.id + "'";
+  const Fields c(node, src);
+  for (const char* key : {"framework", "model", "run", "strategy", "recompute", "precision", "features", "device", "measured"}) {
+    if (!c.has(key)) c.fail(key, "missing");
+  }
+  vc.framework = c.optional_string("framework").value_or("");
+  const std::vector<std::string> frameworks = {"torchtitan", "megatron", "deepspeed", "other"};
+  if (std::find(frameworks.begin(), frameworks.end(), vc.framework) == frameworks.end()) {
+    c.fail("framework", "expected torchtitan, megatron, deepspeed or other, got '" + vc.framework + "'");
+  }
+  auto& notes = vc.defaults_taken;
+
+  // Model.
+  const Fields mf(c.raw("model"), src, "model");
+  vc.model = model_from_config(translate_model(c.raw("model"), mf), src + " model", vc.id);
+
+  // Run and precision.
+  const Fields r(c.raw("run"), src, "run");
+  const Fields p(c.raw("precision"), src, "precision");
+  const Fields feat(c.raw("features"), src, "features");
+  RunFlags flags;
+  flags.seq = r.required_int("seq_len");
+  flags.global_batch = r.required_int("global_batch_size");
+  flags.micro_batch = r.required_int("micro_batch_size");
+  flags.framework = vc.framework == "other" ? "megatron" : vc.framework;
+  if (vc.framework == "other") notes.push_back("framework other -> megatron profile");
+  const auto optimizer = p.optional_string("optimizer");
+  if (optimizer && (*optimizer == "sgd" || *optimizer == "sgd_momentum")) flags.optimizer = "sgd_momentum";
+  vc.run = make_run(flags, true, src);
+  Precision& pr = vc.run.precision;
+  if (const auto v = p.optional_number("param_bytes", 0, 16)) pr.beta_P = *v; else notes.push_back("null param_bytes -> " + pr.preset);
+  if (const auto v = p.optional_number("master_weight_bytes", 0, 16)) pr.beta_master = *v; else notes.push_back("null master_weight_bytes -> " + pr.preset);
+  if (const auto v = p.optional_number("grad_bytes", 0, 16)) pr.beta_G = *v; else notes.push_back("null grad_bytes -> " + pr.preset);
+  if (const auto v = p.optional_number("optimizer_state_bytes", 0, 64)) {
+    pr.beta_state = *v / vc.run.optimizer_states();
+  } else {
+    notes.push_back("null optimizer_state_bytes -> " + pr.preset);
+  }
+  if (const auto fa = feat.optional_bool("flash_attention")) {
+    vc.run.flash_attention = *fa;
+  } else {
+    notes.push_back("null flash_attention -> on");
+  }
+  if (feat.optional_bool("chunked_loss").value_or(false)) vc.run.options.loss_chunks = 8;
+
+  // Strategy.
+  const Fields s(c.raw("strategy"), src, "strategy");
+  Strategy& st = vc.strategy;
+  st.dp = s.required_int("dp");
+  st.tp = s.required_int("tp");
+  st.pp = s.required_int("pp");
+  st.cp = s.required_int("cp");
+  st.ep = s.optional_int("ep").value_or(1);
+  st.etp = s.optional_int("etp").value_or(1);
+  st.sp = s.optional_bool("sp").value_or(false) && st.tp > 1;
+  const std::int64_t world = s.required_int("world_size");
+  if (world != st.dp * st.tp * st.pp * st.cp) s.fail("world_size", "expected dp·tp·pp·cp = " + std::to_string(st.dp * st.tp * st.pp * st.cp));
+  st.vpp = s.optional_int("vpp").value_or(1);
+  if (!s.has("vpp")) notes.push_back("null vpp -> 1");
+  if (st.pp > 1) {
+    const std::string sched = s.optional_string("pp_schedule").value_or(st.vpp > 1 ? "interleaved_1f1b" : "1f1b");
+    if (!s.has("pp_schedule")) notes.push_back("null pp_schedule -> " + sched);
+    if (sched == "1f1b") st.schedule = Schedule::one_f_one_b;
+    else if (sched == "interleaved_1f1b") st.schedule = Schedule::interleaved_1f1b;
+    else if (sched == "gpipe") st.schedule = Schedule::gpipe;
+    else if (sched == "zero_bubble" || sched == "zb_h1") st.schedule = Schedule::zb_h1;
+    else if (sched == "dualpipev") st.schedule = Schedule::dualpipev;
+    else s.fail("pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zero_bubble or dualpipev, got '" + sched + "'");
+  }
+  if (st.cp > 1) {
+    const std::string algo = s.optional_string("cp_algo").value_or("ring");
+    if (!s.has("cp_algo")) notes.push_back("null cp_algo -> ring");
+    if (algo == "ring") st.cp_algo = CpAlgo::ring;
+    else if (algo == "ulysses") { st.cp_algo = CpAlgo::ulysses; st.cp_u = st.cp; }
+    else if (algo == "allgather") st.cp_algo = CpAlgo::allgather;
+    else if (algo == "hybrid") { st.cp_algo = CpAlgo::hybrid; st.cp_u = hybrid_ulysses_degree(vc.model, st, 8); }
+    else s.fail("cp_algo", "expected ring, ulysses or allgather, got '" + algo + "'");
+  }
+  const auto zero = s.optional_int("zero_stage", 0);
+  if (zero && *zero > 3) s.fail("zero_stage", "expected 0, 1, 2 or 3");
+  st.zero = static_cast<int>(zero.value_or(vc.framework == "torchtitan" ? 3 : 1));
+  if (!zero) notes.push_back("null zero_stage -> " + std::to_string(st.zero));
+  if (st.dp * st.cp == 1) st.zero = 0;  // one rank: nothing to shard
+  st.shard_group = st.zero >= 1 ? s.optional_int("shard_group").value_or(st.dp * st.cp) : 1;
+  if (const auto reshard = s.optional_bool("reshard_after_forward")) {
+    vc.run.profile.reshard_after_forward = *reshard ? ReshardAfterForward::on : ReshardAfterForward::off;
+  }
+  st.micro_batch = *flags.micro_batch;
+  st.num_microbatches = r.required_int("num_microbatches");
+
+  // Recompute.
+  const Fields rc(c.raw("recompute"), src, "recompute");
+  const std::string mode = rc.optional_string("mode").value_or("none");
+  const std::string detail = rc.optional_string("detail").value_or("");
+  if (mode == "none") st.recompute = Recompute::none;
+  else if (mode == "full") st.recompute = Recompute::full;
+  else if (mode == "selective") st.recompute = Recompute::selective;
+  else rc.fail("mode", "expected none, selective or full, got '" + mode + "'");
+  if (const auto layers = rc.optional_int("layers")) {
+    if (st.recompute == Recompute::full) st.recompute_layers = *layers;
+  }
+  if (st.recompute == Recompute::selective) {
+    // torchtitan's per-op SAC keeps matmul and attention outputs: HyperParallel's policy (§7.5).
+    vc.run.options.switches = vc.framework == "torchtitan" ? RecomputeSwitches::hyperparallel()
+                                                            : megatron_modules(detail);
+  }
+
+  // Device and measurement.
+  vc.cluster = Cluster{case_device(Fields(c.raw("device"), src, "device"), notes), world};
+  const Fields me(c.raw("measured"), src, "measured");
+  const auto value = me.optional_number("value_gib", 1e-6, 1e6);
+  if (!value) me.fail("value_gib", "missing; expected a positive number of GiB");
+  vc.measured_gib = *value;
+  const std::string metric = me.optional_string("metric").value_or("");
+  vc.metric = metric == "reserved"    ? MemoryMetric::reserved
+              : metric == "allocated" ? MemoryMetric::allocated
+                                      : MemoryMetric::unstated;
+  if (!metric.empty() && metric != "reserved" && metric != "allocated") {
+    me.fail("metric", "expected reserved, allocated or null, got '" + metric + "'");
+  }
+  vc.measured_tokens_per_sec = me.optional_number("tokens_per_sec_per_device", 0, 1e9);
+
+  const HardRule broken = first_broken_rule(vc.model, vc.run, vc.cluster, st);
+  if (broken != HardRule::ok) {
+    throw InputError(src + ": strategy: " + explain_rule(broken, vc.model, vc.run, vc.cluster, st));
+  }
+  return vc;
+}
+
+}  // namespace
+
+std::vector<ValidationCase> load_validation_cases(const std::string& path) {
+  const YAML::Node doc = load_yaml_file(path);
+  if (!doc.IsSequence()) throw InputError(path + ": expected a list of cases");
+  std::vector<ValidationCase> cases;
+  for (std::size_t i = 0; i < doc.size(); ++i) cases.push_back(read_case(doc[i], path, i));
+  return cases;
+}
+
+}  // namespace meshfit
