@@ -11,6 +11,7 @@ std::vector<std::pair<std::string, double>> stage_terms(const StageMemory& st) {
           {"optimizer", st.optimizer},
           {"gathered_params", st.gathered},
           {"fp8_cache", st.fp8_cache},
+          {"deferred_grads", st.step_phase_binds ? 0 : st.deferred_grads},
           {"activations", act},
           {"transient", tr},
           {"fragmentation", st.fragmentation()},

@@ -38,6 +38,8 @@ FrameworkProfile load_framework_profile(const std::string& name, const std::stri
   p.allgather_bucket_elements = *f.optional_number("allgather_bucket_elements", 0, 1e15);
   p.expert_rule = *f.optional_string("expert_rule");
   p.eta_fw = *f.optional_number("eta_fw", 1e-6, 10);
+  p.account_embedding = f.optional_bool("account_embedding").value_or(false);
+  p.account_loss = f.optional_bool("account_loss").value_or(false);
   return p;
 }
 
@@ -102,6 +104,8 @@ Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) 
   else throw InputError(source, "--rules", "expected default or sapp-nd, got '" + flags.rules + "'");
 
   run.flash_attention = !flags.no_flash_attention;
+  run.options.account_embedding = run.profile.account_embedding;
+  run.options.account_loss = run.profile.account_loss;
   return run;
 }
 

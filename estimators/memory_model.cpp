@@ -187,6 +187,9 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
     st.optimizer = states.optimizer;
     st.gathered = states.gathered;
     st.fp8_cache = states.fp8_cache;
+    // Ruling 10: with deferred gradient sync the stage holds every gradient unsharded, in the
+    // reduce dtype (β_gcomm), from its first backward to the last reduce-scatter of the step.
+    if (defers_grad_sync(run, s)) st.deferred_grads = run.precision.beta_gcomm * states.unsharded_elements;
 
     const InFlight act = in_flight(s, i, st.chunk_bytes);
     st.activations = act.peak;
@@ -219,7 +222,7 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
 
     // §11: totals.
     const double stat = st.static_total();
-    const double backward = stat + st.activations + st.transient;
+    const double backward = stat + st.deferred_grads + st.activations + st.transient;
     const double step = stat + st.step_transient;
     st.step_phase_binds = step > backward;
     st.allocated = std::max(backward, step);

@@ -15,6 +15,7 @@ struct StageMemory {
   std::int64_t mtp_depths = 0;
   // Static (§6).
   double weights = 0, grads = 0, optimizer = 0, gathered = 0, fp8_cache = 0;
+  double deferred_grads = 0;  // unsharded gradients held through the backward passes (ruling 10)
   // Activations (§7, §8).
   std::vector<double> chunk_bytes;          // A(i,c)
   std::vector<std::int64_t> chunk_inflight;  // n(i,c) at the peak

@@ -38,6 +38,7 @@ ModelStates& ModelStates::operator+=(const ModelStates& o) {
   gathered += o.gathered;
   fp8_cache += o.fp8_cache;
   optimizer_elements += o.optimizer_elements;
+  unsharded_elements += o.unsharded_elements;
   return *this;
 }
 
@@ -49,11 +50,17 @@ ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& 
   m.weights = p.beta_P * (dense / z.P + r.routed / z.Pe);
   m.grads = p.beta_G * (dense / z.G + r.routed / z.Ge);
   m.optimizer_elements = dense / z.OS + r.routed / z.OSe;
+  m.unsharded_elements = r.total();
   const double beta_opt = table ? run.beta_opt_table() : run.beta_opt();
   m.optimizer = run.options.offload_optimizer ? 0 : beta_opt * m.optimizer_elements;
   if (keep_gathered) m.gathered = p.beta_gather * r.total();
   if (!table) m.fp8_cache = run.options.fp8_weight_cache_bytes * r.gemm;
   return m;
+}
+
+bool defers_grad_sync(const Run& run, const Strategy& s) {
+  if (s.zero < 2) return false;  // gradients are not sharded: nothing is deferred
+  return run.options.defer_grad_sync.value_or(run.profile.framework == Framework::torchtitan && s.pp > 1);
 }
 
 bool reshards_after_forward(const Run& run, const Strategy& s) {

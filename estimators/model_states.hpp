@@ -33,6 +33,7 @@ RankParams rank_params(const LayerParams& p, const Strategy& s);
 struct ModelStates {
   double weights = 0, grads = 0, optimizer = 0, gathered = 0, fp8_cache = 0;
   double optimizer_elements = 0;  // local optimizer-shard elements (§9.9, ruling 8)
+  double unsharded_elements = 0;  // parameters of the stage as one rank computes their gradients
   ModelStates& operator+=(const ModelStates& o);
   double total() const { return weights + grads + optimizer + gathered + fp8_cache; }
 };
@@ -42,5 +43,7 @@ ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& 
 
 // Whether ZeRO-3 reshards after the forward, resolved from the framework profile (§2.4).
 bool reshards_after_forward(const Run& run, const Strategy& s);
+// Whether gradient reduction waits for the step's last micro-batch (ruling 10).
+bool defers_grad_sync(const Run& run, const Strategy& s);
 
 }  // namespace meshfit

@@ -38,6 +38,9 @@ struct FrameworkProfile {
   double allgather_bucket_elements = 0;   // ZeRO 1/2 all-gather buckets, elements (× β_P)
   std::string expert_rule = "megatron";   // search-and-time.md §2.4
   double eta_fw = 1.0;                    // kernel-efficiency scale of the time model
+  // Pipeline split: the embedding and the loss each take a layer slot (memory-model.md §5.1).
+  bool account_embedding = false;
+  bool account_loss = false;
 };
 
 // Selective-recompute op switches (memory-model.md §7.5): true keeps the op's bytes, false drops
@@ -72,6 +75,10 @@ struct RunOptions {
   bool vocab_parallel_loss = true;
   std::int64_t fsdp_prefetch_layers = 1;
   bool overlap_grad_reduce = true;
+  // PyTorch pipelining turns FSDP gradient sync off for all but a step's last micro-batch, so a
+  // stage accumulates unsharded gradients in the reduce dtype through its backward passes
+  // (memory-model.md §19 ruling 10). Unset: on for the torchtitan framework with pp > 1.
+  std::optional<bool> defer_grad_sync;
   double optimizer_step_temp_bytes_per_param = 0;
   bool grad_clip = true;
   double token_id_bytes = 8;
