@@ -139,6 +139,11 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
     notes.push_back("null flash_attention -> on");
   }
   if (feat.optional_bool("chunked_loss").value_or(false)) vc.run.options.loss_chunks = 8;
+  // Transformer Engine's FP8 linears keep their inputs for the backward in fp8 (§7.4.7); torchao's
+  // float8 training keeps the high-precision input and casts again in the backward.
+  if (feat.optional_bool("fp8").value_or(false) && vc.framework == "megatron") {
+    vc.run.options.fp8_saved_matmul_inputs = true;
+  }
 
   // Strategy.
   const Fields s(c.raw("strategy"), src, "strategy");

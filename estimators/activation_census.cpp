@@ -54,9 +54,15 @@ std::int64_t replicated_kv_heads(const Model& m, const Strategy& s) {
 
 namespace {
 
+// §7.4.7: with fp8_saved_matmul_inputs the inputs of linear layers are kept in 1 byte.
+double linear_input_bytes(const Run& run) {
+  return run.options.fp8_saved_matmul_inputs ? 1.0 : run.options.beta_a;
+}
+
 // §7.4.1 / §7.4.2: the attention block. Returns W_att.
 double attention_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   const RunOptions& o = run.options;
+  const double lin = linear_input_bytes(run);
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double seq = static_cast<double>(run.seq);
   const bool flash = run.flash_attention;
@@ -71,21 +77,21 @@ double attention_block(const Model& m, const Run& run, const Strategy& s, Census
     const double dqk = static_cast<double>(m.qk_nope_dim + m.qk_rope_dim);
     const double dv = static_cast<double>(m.v_head_dim);
     c.add(Op::normOp, false, o.beta_n * h + o.beta_a * rq + o.beta_a * rkv);
-    c.add(Op::attMM, false, o.beta_a * h + o.beta_a * rq + o.beta_a * rkv);
+    c.add(Op::attMM, false, lin * h + lin * rq + lin * rkv);
     c.add(Op::attUp, true, o.beta_a * (a * dqk + a * dqk + a * dv));
     if (flash) {
       c.add(Op::softmax, true, o.beta_lse * a);
     } else {
       scores();
     }
-    c.add(Op::attMM, true, o.beta_a * a * dv);
+    c.add(Op::attMM, true, lin * a * dv);
     return flash ? o.beta_a * (2 * a * dqk + a * dv) + 4 * a * dqk + 4 * a
                  : o.beta_a * (2 * a * dqk + a * dv) + 2 * o.beta_sm * a * seq;
   }
   const double dh = static_cast<double>(m.head_dim);
   const double kv = static_cast<double>(replicated_kv_heads(m, s));
   c.add(Op::normOp, false, o.beta_n * h);
-  c.add(Op::attMM, false, o.beta_a * h);
+  c.add(Op::attMM, false, lin * h);
   if (flash) {
     c.add(Op::attBMM, true, o.beta_a * (a * dh + 2 * kv * dh));
     c.add(Op::softmax, true, o.beta_lse * a);
@@ -93,7 +99,7 @@ double attention_block(const Model& m, const Run& run, const Strategy& s, Census
     c.add(Op::attBMM, true, o.beta_a * 3 * a * dh);  // eager GQA expands K and V to a heads
     scores();
   }
-  c.add(Op::attMM, true, o.beta_a * a * dh);
+  c.add(Op::attMM, true, lin * a * dh);
   if (m.qk_norm) c.add(Op::normOp, true, o.beta_a * (a + kv) * dh);
   if (o.eager_rope) c.add(Op::other, true, o.beta_a * (a + kv) * dh);
   return flash ? o.beta_a * (a * dh + 2 * kv * dh) + 4 * a * dh + 4 * a
@@ -105,10 +111,11 @@ double dense_block(const Model& m, const Run& run, Census& c) {
   const RunOptions& o = run.options;
   const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn);
   const double n_up = m.gated ? 2 : 1;
+  const double lin = linear_input_bytes(run);
   c.add(Op::normOp, false, o.beta_n * h);
-  c.add(Op::ffMM, false, o.beta_a * h);
+  c.add(Op::ffMM, false, lin * h);
   c.add(Op::ffMM, true, o.beta_a * n_up * f);
-  c.add(Op::ffAct, true, o.beta_a * f);
+  c.add(Op::ffAct, true, lin * f);
   if (m.gated && !o.fused_swiglu) c.add(Op::other, true, o.beta_a * f);
   return o.beta_a * (n_up + 1) * f;
 }
@@ -122,12 +129,13 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   const double n_up = m.gated ? 2 : 1;
   const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
   const double n_asg = k * rho;
+  const double lin = linear_input_bytes(run);
   c.add(Op::normOp, false, o.beta_n * h);
-  c.add(Op::ffMM, false, o.beta_a * h);
+  c.add(Op::ffMM, false, lin * h);
   c.add(Op::ffMM, false, o.beta_a * (2 * E + k) + o.beta_a * h);  // router slot + combined output
-  c.add(Op::ffMM, true, n_asg * (o.beta_a * h * static_cast<double>(s.etp) + o.beta_a * n_up * fe) +
+  c.add(Op::ffMM, true, n_asg * (lin * h * static_cast<double>(s.etp) + o.beta_a * n_up * fe) +
                             o.beta_a * n_up * fsh);
-  c.add(Op::ffAct, true, n_asg * o.beta_a * fe + o.beta_a * fsh);
+  c.add(Op::ffAct, true, n_asg * lin * fe + lin * fsh);
   if (m.gated && !o.fused_swiglu) c.add(Op::other, true, n_asg * o.beta_a * fe + o.beta_a * fsh);
   return n_asg * o.beta_a * (n_up + 1) * fe + o.beta_a * (n_up + 1) * fsh;
 }
