@@ -40,6 +40,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const std::stri
   p.eta_fw = *f.optional_number("eta_fw", 1e-6, 10);
   p.account_embedding = f.optional_bool("account_embedding").value_or(false);
   p.account_loss = f.optional_bool("account_loss").value_or(false);
+  p.loss_transient_bytes = f.optional_number("loss_transient_bytes", 0, 64).value_or(6);
   return p;
 }
 
@@ -106,6 +107,7 @@ Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) 
   run.flash_attention = !flags.no_flash_attention;
   run.options.account_embedding = run.profile.account_embedding;
   run.options.account_loss = run.profile.account_loss;
+  run.options.loss_transient_bytes = run.profile.loss_transient_bytes;
   return run;
 }
 

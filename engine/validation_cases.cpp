@@ -203,8 +203,10 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   }
   if (st.recompute == Recompute::selective) {
     // torchtitan's per-op SAC keeps matmul and attention outputs: HyperParallel's policy (§7.5).
+    // MoE layers (no analytic SAC record) fall back to HyperParallel's switches, the same policy.
     vc.run.options.switches = vc.framework == "torchtitan" ? RecomputeSwitches::hyperparallel()
                                                             : megatron_modules(detail);
+    if (vc.framework == "torchtitan") vc.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
   }
 
   // Device and measurement.

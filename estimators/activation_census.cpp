@@ -142,8 +142,29 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
 
 }  // namespace
 
+// torchtitan's "op" selective AC (torchtitan/models/llama3/parallelize: _save_list and the
+// every-second-mm rule): per layer the mm outputs in call order are wq, wk, wv, wo, w1, w3, w2;
+// the odd ones (wq, wv, w1, w2) are saved, with the attention output and its log-sum-exp and the
+// outputs of reduce-scatters; the block input is the checkpoint's own input.
+void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, Census& c) {
+  if (m.attention != AttentionKind::gqa) return;
+  const double b = run.options.beta_a;
+  const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
+  const double dh = static_cast<double>(m.head_dim), f = static_cast<double>(m.ffn);
+  const double kv = static_cast<double>(replicated_kv_heads(m, s));
+  c.sac_saved = b * h;                                               // block input
+  c.sac_saved_tp = b * (a * dh + kv * dh + a * dh + f) + run.options.beta_lse * a;  // wq, wv, attention, w1
+  if (s.tp > 1) {
+    c.sac_unsplit = b * h;        // w2's partial sum, full sequence
+    c.sac_saved += 2 * b * h;     // reduce-scatter outputs of wo and w2
+  } else {
+    c.sac_saved += b * h;         // w2 output
+  }
+}
+
 Census analytic_census(const Model& m, const Run& run, const Strategy& s, FfnKind ffn) {
   Census c;
+  if (ffn == FfnKind::dense) torchtitan_sac(m, run, s, c);
   c.w_att = attention_block(m, run, s, c);
   c.w_mlp = ffn == FfnKind::moe ? moe_block(m, run, s, c) : dense_block(m, run, c);
   if (hidden_dropout(m, run)) c.add(Op::dropout, false, 2 * static_cast<double>(m.hidden));  // §7.4.4

@@ -25,6 +25,10 @@ struct Census {
   double working_tp = 0;                    // ÷ tp
   double w_att = 0;                         // attention backward workspace, TP-split (§7.4.1)
   double w_mlp = 0;                         // FFN backward workspace, TP-split
+  // torchtitan per-op SAC (dense layers of the analytic census): kept bytes per token split into
+  // the parts SP shards, TP shards, and neither (row-parallel matmul outputs before their
+  // reduce-scatter). Negative sac_saved: not available.
+  double sac_saved = -1, sac_saved_tp = 0, sac_unsplit = 0;
 
   double saved_total() const;
   double saved_tp_total() const;

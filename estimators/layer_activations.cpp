@@ -18,6 +18,9 @@ CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, dou
   }
   // Gathered CP keys and values are kept when the attention's batched matmuls keep theirs.
   t.kept_sel = sel / sigma + sel_tp / tp + (sw.attBMM ? g_kv : 0);
+  if (run.options.selective_policy == SelectivePolicy::torchtitan_op_sac && c.sac_saved >= 0) {
+    t.kept_sel = c.sac_saved / sigma + c.sac_saved_tp / tp + c.sac_unsplit;
+  }
   t.w_att_tp = c.w_att / tp;
   return t;
 }

@@ -41,6 +41,7 @@ struct FrameworkProfile {
   // Pipeline split: the embedding and the loss each take a layer slot (memory-model.md §5.1).
   bool account_embedding = false;
   bool account_loss = false;
+  double loss_transient_bytes = 6;  // memory-model.md §2.4, per vocabulary entry per token
 };
 
 // Selective-recompute op switches (memory-model.md §7.5): true keeps the op's bytes, false drops
@@ -57,6 +58,10 @@ struct RecomputeSwitches {
 };
 
 enum class MoeMode : std::uint8_t { dropless, capacity };
+
+// What a selective layer keeps: the op switches of §7.5, or torchtitan's per-op selective
+// activation checkpointing, which saves every second matmul output and the attention outputs.
+enum class SelectivePolicy : std::uint8_t { switches, torchtitan_op_sac };
 
 // Facts about kernels and the framework (memory-model.md §2.4). Dropout defaults come from the
 // model's config (gpt2's *_pdrop) unless set here.
@@ -83,6 +88,7 @@ struct RunOptions {
   bool grad_clip = true;
   double token_id_bytes = 8;
   RecomputeSwitches switches;
+  SelectivePolicy selective_policy = SelectivePolicy::switches;
   Recompute recompute_rest = Recompute::none;  // layers of a stage beyond its n_rc full ones
   bool offload_optimizer = false;
   // Layout (§5.1).

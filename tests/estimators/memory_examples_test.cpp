@@ -66,9 +66,13 @@ TEST_CASE("EX2: Korthikanti's GPT-3 175B layer at TP 8 (analytic census, Table 2
 }
 
 TEST_CASE("EX3: Llama-3.1-8B, FSDP over 8 GPUs, full recompute (torchtitan)") {
-  const auto c = make_case("llama-3.1-8b", 8, 8192, 8,
+  auto c = make_case("llama-3.1-8b", 8, 8192, 8,
                            "dp=8,tp=1,sp=false,pp=1,vpp=1,cp=1,ep=1,etp=1,zero=3,shard_group=8,recompute=full,mbs=1,m=1",
                            "torchtitan");
+  // Documented departure: the torchtitan profile prices eager cross-entropy at 8 transient bytes
+  // per logit (measured cases tt2412-t2-*); the spec's example uses §2.4's default of 6.
+  CHECK(c.run.options.loss_transient_bytes == 8);
+  c.run.options.loss_transient_bytes = 6;
   const MemoryReport r = test::estimate(c);
   REQUIRE(r.stages.size() == 1);
   const StageMemory& st = r.stages[0];

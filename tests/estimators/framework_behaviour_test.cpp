@@ -1,0 +1,60 @@
+// Framework behaviours the measured cases showed, each against a value computed by hand.
+#include <doctest/doctest.h>
+
+#include "estimator_fixture.hpp"
+#include "estimators/activation_census.hpp"
+#include "estimators/layer_activations.hpp"
+
+using namespace meshfit;
+using meshfit::test::make_case;
+
+TEST_CASE("torchtitan per-op SAC keeps every second matmul output and the attention output") {
+  // Llama-3.1-8B, tp 1: block input h, wq a·d_h, wv n_kv·d_h, attention a·d_h, w1 f, w2 h at
+  // 2 bytes, plus the fp32 log-sum-exp per head: 2·(4096+4096+1024+4096+14336+4096) + 4·32.
+  auto c = make_case("llama-3.1-8b", 8, 8192, 8, "dp=8,zero=3,recompute=selective", "torchtitan");
+  c.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
+  const Census census = analytic_census(c.model, c.run, c.strategy, FfnKind::dense);
+  CHECK(per_token(census, c.run, c.strategy, 0).kept_sel == 63'616);
+
+  // tp 2 with SP: SP-sharded block input and the two reduce-scatter outputs (3·2h/2), TP-sharded
+  // wq, wv, attention, w1 and the statistics ((2·23,552 + 128)/2), and w2's full partial sum 2h.
+  auto t2 = make_case("llama-3.1-8b", 8, 8192, 8, "tp=2,sp=true,zero=3,recompute=selective", "torchtitan");
+  t2.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
+  const Census c2 = analytic_census(t2.model, t2.run, t2.strategy, FfnKind::dense);
+  CHECK(per_token(c2, t2.run, t2.strategy, 0).kept_sel == 12'288 + 23'616 + 8'192);
+}
+
+TEST_CASE("torchtitan's eager cross-entropy holds 8 transient bytes per logit") {
+  // Llama-3.1-8B at s 32768, tp 1, V = 128,256 unpadded: 32768·8·128256.
+  const auto c = make_case("llama-3.1-8b", 8, 32768, 8, "dp=8,zero=3,recompute=full", "torchtitan");
+  CHECK_BYTES(test::estimate(c).stages[0].tr_logits, 32768.0 * 8 * 128256);
+  const auto m = make_case("llama-3.1-8b", 8, 32768, 8, "dp=8,zero=3,recompute=full", "megatron");
+  CHECK_BYTES(test::estimate(m).stages[0].tr_logits, 32768.0 * 6 * 128256);
+}
+
+TEST_CASE("deferred FSDP gradient sync under torchtitan PP holds unsharded fp32 gradients") {
+  // Llama-3.1-405B, tp 8, pp 8: torchtitan's split counts the embedding and loss as layers, so
+  // stage 1 holds 16 layers. Per layer per rank: (570,425,344 + 2,617,245,696)/8 + 32,768 norms
+  // = 398,491,648; × 16 layers × 4 bytes (fp32 reduce dtype).
+  const auto c = make_case("llama-3.1-405b", 512, 8192, 64, "tp=8,sp=true,pp=8,zero=3,recompute=full,mbs=1",
+                           "torchtitan");
+  const MemoryReport r = test::estimate(c);
+  CHECK(r.stages[0].layers == 15);
+  CHECK(r.stages[1].layers == 16);
+  CHECK(r.stages[7].layers == 15);
+  CHECK_BYTES(r.stages[1].deferred_grads, 4.0 * 16 * 398'491'648);
+  const auto pp1 = make_case("llama-3.1-8b", 8, 8192, 8, "dp=8,zero=3", "torchtitan");
+  CHECK(test::estimate(pp1).stages[0].deferred_grads == 0);
+  const auto mega = make_case("llama-3.1-405b", 512, 8192, 64, "tp=8,sp=true,pp=8,zero=3,recompute=full,mbs=1");
+  CHECK(test::estimate(mega).stages[1].deferred_grads == 0);
+}
+
+TEST_CASE("FP8-saved linear inputs keep 1 byte per element (§7.4.7)") {
+  // Llama-3.1-8B, tp 1: the QKV, output-projection, FFN and down-projection inputs drop to 1 byte:
+  // saved 16,384 + 4,096 + 4,096; saved_tp 12,288 + 128 + 4,096 + 57,344 + 14,336.
+  auto c = make_case("llama-3.1-8b", 8, 8192, 8, "dp=8");
+  c.run.options.fp8_saved_matmul_inputs = true;
+  const Census census = analytic_census(c.model, c.run, c.strategy, FfnKind::dense);
+  CHECK(census.saved_total() == 24'576);
+  CHECK(census.saved_tp_total() == 88'192);
+}
