@@ -76,3 +76,68 @@ TEST_CASE("bad input: message on stderr, nothing on stdout, exit 2") {
   CHECK(preset.code == 2);
   CHECK(preset.err.find("did you mean mixtral-8x7b") != std::string::npos);
 }
+
+TEST_CASE("estimate: table, JSON shape of cli.md, exit 1 when it does not fit") {
+  const std::vector<std::string> base = {"estimate", "--model", "llama-3.1-70b", "--device", "h100-80gb",
+                                         "--devices", "64", "--seq", "4096", "--global-batch", "16"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run(a);
+  };
+  // EX8 (memory-model.md §15): stage 0 peaks at 43,947,917,312 bytes = 40.93 GiB.
+  const auto t = with({"--strategy", "dp=2,tp=8,sp=true,pp=4,zero=1,recompute=selective,mbs=1"});
+  CHECK(t.code == 0);
+  CHECK(t.out.find("peak 40.93 GiB on stage 0") != std::string::npos);
+  const auto j = with({"--strategy", "dp=2,tp=8,sp=true,pp=4,zero=1,recompute=selective,mbs=1", "--format", "json"});
+  CHECK(j.code == 0);
+  CHECK(j.out.find("{\"strategy\":{\"dp\":2,\"tp\":8,\"sp\":true,\"pp\":4,\"vpp\":1,\"pp_schedule\":\"1f1b\",\"cp\":1,"
+                   "\"cp_algo\":null,\"ep\":1,\"etp\":1,\"zero_stage\":1,\"shard_group\":2,\"recompute\":\"selective\","
+                   "\"recompute_layers\":null,\"micro_batch_size\":1,\"num_microbatches\":8") == 0);
+  CHECK(j.out.find("\"fits\":true") != std::string::npos);
+  CHECK(j.out.find("\"peak_stage\":0") != std::string::npos);
+  CHECK(j.out.find("\"terms\":{\"weights\":") != std::string::npos);
+  // 70B at tp 8 without ZeRO keeps 12 B of optimizer state per parameter (105 GB per device):
+  // exit 1, with the stage and the dominant term named.
+  const auto no = with({"--strategy", "dp=8,tp=8,mbs=1"});
+  CHECK(no.code == 1);
+  CHECK(no.out.find("DOES NOT FIT: stage 0") != std::string::npos);
+  CHECK(no.out.find("largest term is optimizer") != std::string::npos);
+}
+
+TEST_CASE("estimate: an invalid strategy names the rule, exit 2") {
+  const std::vector<std::string> base = {"estimate", "--model", "llama-3.1-70b", "--device", "h100-80gb",
+                                         "--devices", "64", "--seq", "4096", "--global-batch", "16", "--strategy"};
+  auto err = [&](const std::string& s) {
+    std::vector<std::string> a = base;
+    a.push_back(s);
+    const auto r = run(a);
+    CHECK(r.code == 2);
+    return r.err;
+  };
+  CHECK(err("tp=3").find("does not divide the 64 devices") != std::string::npos);
+  CHECK(err("dp=4,tp=8,pp=4").find("rule H1") != std::string::npos);
+  CHECK(err("dp=2,tp=8,pp=4,vpp=2,mbs=1,m=6").find("H2") != std::string::npos);
+  CHECK(err("dp=2,tp=8,pp=4,vpp=2,mbs=4").find("H23") != std::string::npos);
+  CHECK(err("tp=8,cp=3").find("does not divide") != std::string::npos);
+  CHECK(err("dp=2,tp=8,pp=4,zero=1,shard_group=3").find("H19") != std::string::npos);
+  CHECK(err("dp=2,tp=8,pp=4,ep=2").find("H18") != std::string::npos);
+  CHECK(err("dp=2,tp=8,pp=4,colour=red").find("unknown key") != std::string::npos);
+  CHECK(err("dp=2,tp=8,pp=4,recompute=some").find("expected none, selective or full") != std::string::npos);
+}
+
+TEST_CASE("validate: per-case errors and the summary; a malformed case names its id") {
+  const auto r = run({"validate", data_path("validation/two-cases.yaml")});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("tt2412-t2-a") != std::string::npos);
+  CHECK(r.out.find("mb-llama3-70b-sft-tp8pp4vpp5") != std::string::npos);
+  CHECK(r.out.find("2 cases; median absolute error") != std::string::npos);
+  const auto j = run({"validate", data_path("validation/two-cases.yaml"), "--format", "json"});
+  CHECK(j.out.find("{\"cases\":[{\"id\":\"tt2412-t2-a\",\"estimate_gib\":") == 0);
+  CHECK(j.out.find("\"measured_gib\":83.9,\"metric\":\"reserved\"") != std::string::npos);
+  CHECK(j.out.find("\"measured_tokens_per_sec_per_device\":3890") != std::string::npos);
+  CHECK(j.out.find("\"summary\":{\"cases\":2,") != std::string::npos);
+  const auto bad = run({"validate", data_path("validation/bad-field.yaml")});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("case 'broken-tp': field 'strategy.tp': expected a positive integer, got 'eight'") != std::string::npos);
+}
