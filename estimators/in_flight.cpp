@@ -26,7 +26,11 @@ InFlight interleaved(const Strategy& s, std::int64_t i, const std::vector<double
   };
   auto backward = [&](std::int64_t j) { --count[static_cast<std::size_t>(v - 1 - (j % (pp * v)) / pp)]; };
   for (std::int64_t j = 0; j < n_wu; ++j) forward(j);
-  for (std::int64_t j = 0; j < n_fw - n_wu; ++j) {
+  // After warm-up both the forward and the backward chunk sequences repeat every pp·v steps and
+  // each chunk gains and loses pp micro-batches per period (m mod pp = 0, rule H23), so the
+  // counts repeat too: one period of the steady state holds every value the timeline takes.
+  const std::int64_t steady = std::min(n_fw - n_wu, pp * v);
+  for (std::int64_t j = 0; j < steady; ++j) {
     forward(n_wu + j);
     backward(j);
   }

@@ -1,0 +1,65 @@
+// Nanoseconds per memory estimate (issue 3's figure: aim under 1 µs for a dense model without
+// the interleaved simulation). Prints figures; never fails a build.
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "engine/device_config.hpp"
+#include "engine/model_config.hpp"
+#include "engine/run_config.hpp"
+#include "engine/strategy_string.hpp"
+#include "estimators/memory_model.hpp"
+
+namespace {
+
+struct Inputs {
+  meshfit::Model model;
+  meshfit::Run run;
+  meshfit::Cluster cluster;
+  meshfit::Strategy strategy;
+};
+
+Inputs make(const char* model, std::int64_t devices, std::int64_t seq, std::int64_t gb, const char* strategy) {
+  Inputs in{meshfit::load_model(model), {}, meshfit::make_cluster("h100-80gb", devices), {}};
+  meshfit::RunFlags f;
+  f.seq = seq;
+  f.global_batch = gb;
+  in.run = meshfit::make_run(f, true);
+  std::vector<std::string> warnings;
+  in.strategy = meshfit::parse_strategy(strategy, in.model, in.run, in.cluster, warnings);
+  return in;
+}
+
+void run_case(benchmark::State& state, const Inputs& in) {
+  for (auto _ : state) {
+    auto report = meshfit::estimate_memory(in.model, in.run, in.cluster, in.strategy);
+    benchmark::DoNotOptimize(report.peak);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_Llama70B_pp1(benchmark::State& state) {
+  static const Inputs in = make("llama-3.1-70b", 64, 8192, 512, "tp=8,sp=true,zero=1,recompute=selective");
+  run_case(state, in);
+}
+void BM_Llama70B_pp4_1f1b(benchmark::State& state) {
+  static const Inputs in = make("llama-3.1-70b", 64, 8192, 512, "tp=8,sp=true,pp=4,zero=1,recompute=selective");
+  run_case(state, in);
+}
+void BM_Llama70B_pp4_interleaved(benchmark::State& state) {
+  static const Inputs in = make("llama-3.1-70b", 64, 8192, 512, "tp=8,sp=true,pp=4,vpp=5,zero=1,recompute=selective");
+  run_case(state, in);
+}
+void BM_DeepSeekV3_pp16(benchmark::State& state) {
+  static const Inputs in = make("deepseek-v3", 1024, 4096, 2048, "tp=2,sp=true,pp=16,ep=64,zero=1,recompute=full");
+  run_case(state, in);
+}
+
+BENCHMARK(BM_Llama70B_pp1);
+BENCHMARK(BM_Llama70B_pp4_1f1b);
+BENCHMARK(BM_Llama70B_pp4_interleaved);
+BENCHMARK(BM_DeepSeekV3_pp16);
+
+}  // namespace
+
+BENCHMARK_MAIN();
