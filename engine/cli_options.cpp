@@ -85,6 +85,17 @@ po::variables_map parse_options(const std::string& command, const std::vector<st
   return vm;
 }
 
+std::optional<po::variables_map> parse_or_help(const std::string& command, const std::vector<std::string>& args,
+                                               const po::options_description& desc, const CommonFlags& common,
+                                               std::ostream& out, const po::positional_options_description* positional) {
+  po::variables_map vm = parse_options(command, args, desc, positional);
+  if (common.help) {
+    out << desc << '\n';
+    return std::nullopt;
+  }
+  return vm;
+}
+
 OutputFormat parse_format(const std::string& value, const std::vector<std::string>& allowed) {
   if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
     std::string list;

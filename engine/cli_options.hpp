@@ -1,6 +1,8 @@
 // Option groups shared by several subcommands, and the parse step every subcommand uses.
 #pragma once
 
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,12 @@ void collect_run_flags(const po::variables_map& vm, RunFlags& flags);
 po::variables_map parse_options(const std::string& command, const std::vector<std::string>& args,
                                 const po::options_description& desc,
                                 const po::positional_options_description* positional = nullptr);
+
+// parse_options, and with --help the usage printed to `out`: nullopt then (the command exits 0).
+std::optional<po::variables_map> parse_or_help(const std::string& command, const std::vector<std::string>& args,
+                                               const po::options_description& desc, const CommonFlags& common,
+                                               std::ostream& out,
+                                               const po::positional_options_description* positional = nullptr);
 
 // "table"/"json"/"csv" -> OutputFormat; `allowed` lists the formats this subcommand writes.
 OutputFormat parse_format(const std::string& value, const std::vector<std::string>& allowed);

@@ -16,11 +16,7 @@ int command_devices(const std::vector<std::string>& args, std::ostream& out) {
   CommonFlags common;
   po::options_description desc("Usage: meshfit devices [--format table|json]\n\nLists the bundled device presets.\nOptions");
   add_common_options(desc, common);
-  parse_options("devices", args, desc);
-  if (common.help) {
-    out << desc << '\n';
-    return 0;
-  }
+  if (!parse_or_help("devices", args, desc, common, out)) return 0;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
 
   std::vector<Device> devices;

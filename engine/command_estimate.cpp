@@ -139,11 +139,9 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()("strategy", po::value(&strategy_text), "the strategy string");
   add_run_options(desc, run_flags);
   add_common_options(desc, common);
-  const auto vm = parse_options("estimate", args, desc);
-  if (common.help) {
-    out << desc << '\n';
-    return 0;
-  }
+  const auto parsed = parse_or_help("estimate", args, desc, common, out);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
   for (const char* required : {"model", "device", "devices", "strategy"}) {
     if (!vm.count(required)) {

@@ -13,11 +13,7 @@ int command_models(const std::vector<std::string>& args, std::ostream& out) {
   CommonFlags common;
   po::options_description desc("Usage: meshfit models [--format table|json]\n\nLists the bundled model presets.\nOptions");
   add_common_options(desc, common);
-  parse_options("models", args, desc);
-  if (common.help) {
-    out << desc << '\n';
-    return 0;
-  }
+  if (!parse_or_help("models", args, desc, common, out)) return 0;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
 
   std::vector<Model> models;

@@ -155,11 +155,7 @@ int command_show(const std::vector<std::string>& args, std::ostream& out) {
       "YAML, or a directory holding a config.json.\nOptions");
   desc.add_options()("model", po::value(&model_spec), "model preset or file");
   add_common_options(desc, common);
-  parse_options("show", args, desc);
-  if (common.help) {
-    out << desc << '\n';
-    return 0;
-  }
+  if (!parse_or_help("show", args, desc, common, out)) return 0;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
   if (model_spec.empty()) throw UsageError("meshfit show: --model is required\nTry 'meshfit show --help'.");
   const Model m = load_model(model_spec);

@@ -62,11 +62,7 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out) {
   add_common_options(desc, common);
   po::positional_options_description pos;
   pos.add("cases", 1);
-  parse_options("validate", args, desc, &pos);
-  if (common.help) {
-    out << desc << '\n';
-    return 0;
-  }
+  if (!parse_or_help("validate", args, desc, common, out, &pos)) return 0;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
   if (file.empty()) throw UsageError("meshfit validate: a case file is required\nTry 'meshfit validate --help'.");
   const std::vector<ValidationCase> cases = load_validation_cases(file);
