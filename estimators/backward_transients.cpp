@@ -10,8 +10,7 @@ double logits_transient(const Run& run, const Strategy& s, double n_cp, double v
   return n_cp * o.loss_transient_bytes * vocab / o.loss_chunks;
 }
 
-double cp_buffer_transient(const Model& m, const Run& run, const Strategy& s, std::int64_t D) {
-  if (s.cp <= 1) return 0;
+double cp_chunk_bytes(const Model& m, const Run& run, const Strategy& s) {
   const double tp = static_cast<double>(s.tp);
   double kv_dim;
   if (m.attention == AttentionKind::mla) {
@@ -23,12 +22,15 @@ double cp_buffer_transient(const Model& m, const Run& run, const Strategy& s, st
   }
   const double seq = static_cast<double>(run.seq), b = static_cast<double>(s.micro_batch);
   const double cp = static_cast<double>(s.cp);
-  // K and V at 2 bytes each: the seed's constant 4.
-  const double chunk = s.cp_algo == CpAlgo::ulysses ? seq * b * (kv_dim / cp) * 4 : (seq / cp) * b * kv_dim * 4;
+  return s.cp_algo == CpAlgo::ulysses ? seq * b * (kv_dim / cp) * 4 : (seq / cp) * b * kv_dim * 4;
+}
+
+double cp_buffer_transient(const Model& m, const Run& run, const Strategy& s, std::int64_t D) {
+  if (s.cp <= 1) return 0;
   const GroupPlacement g = place_group(s.tp, s.cp, D);  // the CP group: stride tp, size cp
   const double intra = static_cast<double>(g.inside_node ? s.cp : g.per_node);
   const double extra = g.inside_node ? intra - 1 : 2 * intra - 1;
-  return extra * chunk;
+  return extra * cp_chunk_bytes(m, run, s);
 }
 
 double ep_buffer_transient(const Model& m, const Run& run, const Strategy& s, double n_cp) {

@@ -1,6 +1,7 @@
 #include "estimators/memory_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "estimators/backward_transients.hpp"
@@ -10,6 +11,7 @@
 #include "estimators/overheads.hpp"
 #include "estimators/parameter_counts.hpp"
 #include "estimators/pipeline_layout.hpp"
+#include "estimators/sapp_nd_rules.hpp"
 #include "estimators/strategy_rules.hpp"
 
 namespace meshfit {
@@ -25,19 +27,26 @@ struct KindFigures {
   ModelStates states;  // of one layer
   double gathered_params = 0;  // Pg: its own and the prefetched layer's gathered parameters (§9.1)
   double reduce_buffers = 0;   // Rg: its gradients as produced and reduce-scattered (§9.1)
+  // --rules sapp-nd only: the seed's counts, its gradient-clipping buffer and DP comm (§17.3).
+  sapp_nd::Counts seed_counts;
+  double clip = 0, dp_comm = 0;
 };
 
 // One layer as the backward scan of §9.1 sees it.
 struct ScanLayer {
   double kept, working, pg, rg;
   std::int64_t index;
+  bool full;
 };
 
 }  // namespace
 
 MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
                              double headroom_bytes) {
-  const Device& dev = cluster.device;
+  // --rules sapp-nd: the seed's own expressions where §17.3 says the default rules depart.
+  const bool seed = run.rules == Rules::sapp_nd;
+  const Device dev = seed ? sapp_nd::overheads(cluster.device) : cluster.device;
+  const sapp_nd::Factors seed_f = sapp_nd::factors(m, s);
   const RunOptions& o = run.options;
   const PipelineLayout layout = make_layout(m, run, s);
   const std::int64_t nv = s.virtual_stages();
@@ -51,7 +60,9 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
   const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
   const bool gather_per_layer = s.zero == 3 && reshard;
   const double prefetch = 1 + static_cast<double>(o.fsdp_prefetch_layers);
-  const double g_kv = gathered_kv_bytes(m, run, s);
+  const double g_kv = seed ? sapp_nd::gathered_kv(m, run, s) : gathered_kv_bytes(m, run, s);
+  // Item 9: the seed keeps a fully recomputed layer's input for the whole sequence (no /cp).
+  const double seed_full_input = o.beta_a * static_cast<double>(run.seq * s.micro_batch) * h / sigma;
   const double x_sp = s.tp > 1 && s.sp ? n_cp * o.beta_a * h : 0;  // Xsp of §9.1
   const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
 
@@ -61,7 +72,14 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
     k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
     k.states = model_states(k.params, z, run, false, keep_gathered);
     if (gather_per_layer) k.gathered_params = prefetch * run.precision.beta_gather * k.params.total();
-    if (s.zero >= 2) {
+    if (seed) {
+      k.seed_counts = sapp_nd::counts(m, ffn, s);
+      k.states = sapp_nd::layer_states(k.seed_counts, seed_f, run);
+      if (keep_gathered) k.states.gathered = run.precision.beta_gather * k.params.total();
+      k.reduce_buffers = sapp_nd::reduced_grads(k.seed_counts, seed_f, s, run);
+      k.clip = sapp_nd::grad_clip_buffer(k.seed_counts, seed_f, run);
+      k.dp_comm = sapp_nd::dp_comm_elements(k.seed_counts, seed_f, s, m.is_moe());
+    } else if (s.zero >= 2) {
       // whole(ℓ): a part no other rank shards is not reduce-scattered.
       const double whole = run.precision.beta_red * ((k.params.non_expert + k.params.shared) * (z.G > 1 ? 1 : 0) +
                                                      k.params.routed * (z.Ge > 1 ? 1 : 0));
@@ -102,6 +120,10 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
     bool has_moe = false;
     double tr_layer = kNone, tr_attn = 0, max_pg = 0, max_rg = 0;
     std::vector<double> tr_layer_chunk(static_cast<std::size_t>(s.vpp), kNone);
+    // Fully recomputed layers per chunk and kind, for the seed's gradient-clipping rule.
+    std::vector<std::array<std::int64_t, 2>> full_layers(static_cast<std::size_t>(s.vpp), {0, 0});
+    double seed_last_layer = kNone;  // item 13: the stage's last layer only
+    std::int64_t seed_last_vstage = -1;
 
     for (std::int64_t c = 0; c < s.vpp; ++c) {
       const std::int64_t u = layout.vstage_of(i, c);
@@ -117,10 +139,14 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
         Recompute mode = s.recompute;
         if (s.recompute == Recompute::full) mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
         last_mode = mode;
-        const LayerActivation a = layer_activation(k.census, mode, n_cp, h, run, s);
+        LayerActivation a = layer_activation(k.census, mode, n_cp, h, run, s);
+        if (seed && mode == Recompute::full) {
+          a.kept = seed_full_input;
+          ++full_layers[static_cast<std::size_t>(c)][ffn == FfnKind::moe ? 1 : 0];
+        }
         A += a.kept;
         states += k.states;
-        scan.push_back({a.kept, a.working, k.gathered_params, k.reduce_buffers, index});
+        scan.push_back({a.kept, a.working, k.gathered_params, k.reduce_buffers, index, mode == Recompute::full});
         tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
       }
       st.layers += vs.layers;
@@ -171,6 +197,19 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
       for (std::size_t j = scan.size(); j-- > 0;) {
         const ScanLayer& L = scan[j];
         const double tr = L.working - after + L.pg + L.rg + x_sp;
+        if (seed) {
+          // Item 13: the stage's last body layer only; per chunk, the fully recomputed layers.
+          if (j + 1 == scan.size() && u > seed_last_vstage) {
+            seed_last_vstage = u;
+            seed_last_layer = tr;
+            st.tr_layer_at = L.index;
+          }
+          if (L.full) chunk_tr = std::max(chunk_tr, tr);
+          max_pg = std::max(max_pg, L.pg);
+          max_rg = std::max(max_rg, L.rg);
+          after += L.kept;
+          continue;
+        }
         if (tr > tr_layer) {
           tr_layer = tr;
           st.tr_layer_at = L.index;
@@ -182,6 +221,7 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
       }
     }
 
+    if (seed) tr_layer = seed_last_layer;
     st.weights = states.weights;
     st.grads = states.grads;
     st.optimizer = states.optimizer;
@@ -191,7 +231,28 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
     // reduce dtype (β_gcomm), from its first backward to the last reduce-scatter of the step.
     if (defers_grad_sync(run, s)) st.deferred_grads = run.precision.beta_gcomm * states.unsharded_elements;
 
-    const InFlight act = in_flight(s, i, st.chunk_bytes);
+    InFlight act;
+    if (seed) {  // item 8: the seed's micro factors
+      act.counts = sapp_nd::micro_factors(s, i);
+      for (std::size_t c = 0; c < act.counts.size(); ++c) act.peak += static_cast<double>(act.counts[c]) * st.chunk_bytes[c];
+      // Item 10: a fully recomputed layer keeps the larger of its in-flight inputs and the
+      // gradient-clipping buffer, plus its DP comm (elements, as the seed counts them).
+      if (o.grad_clip) {
+        for (std::size_t c = 0; c < full_layers.size(); ++c) {
+          const double n = static_cast<double>(act.counts[c]);
+          for (std::size_t kind_index = 0; kind_index < 2; ++kind_index) {
+            const std::int64_t count = full_layers[c][kind_index];
+            if (count == 0) continue;
+            const KindFigures& k = kind_index == 1 ? moe : dense;
+            const double fwd = n * seed_full_input;
+            const double kept = fwd + k.dp_comm > k.clip ? fwd : k.clip;
+            act.peak += static_cast<double>(count) * (kept + (kept > 0 ? k.dp_comm : 0) - fwd);
+          }
+        }
+      }
+    } else {
+      act = in_flight(s, i, st.chunk_bytes);
+    }
     st.activations = act.peak;
     st.chunk_inflight = act.counts;
 
@@ -205,7 +266,10 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
       st.tr_fsdp = std::max(max_pg, tables > 0 ? prefetch * run.precision.beta_gather * table_params : 0);
     }
     st.tr_bucket = s.zero >= 2 ? max_rg : run.profile.grad_bucket_elements * run.precision.beta_G;
-    if (st.layers + st.mtp_depths > 0) st.tr_cp = cp_buffer_transient(m, run, s, dev.devices_per_node);
+    if (st.layers + st.mtp_depths > 0) {
+      st.tr_cp = seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node)
+                      : cp_buffer_transient(m, run, s, dev.devices_per_node);
+    }
     if (has_moe) st.tr_ep = ep_buffer_transient(m, run, s, n_cp);
     double layer_candidate = st.tr_layer;
     if (s.schedule == Schedule::dualpipev && s.vpp == 2) {  // §9.8

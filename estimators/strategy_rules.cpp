@@ -9,7 +9,8 @@ namespace meshfit {
 const char* rule_id(HardRule r) {
   static const char* const ids[] = {"ok",  "H1",  "H2",  "H3",  "H4",   "H5",  "H6",  "H7",  "H8",
                                     "H9",  "H10", "H11", "H12", "H12b", "H13", "H14", "H15", "H16",
-                                    "H17", "H18", "H19", "H20", "H21",  "H22", "H23"};
+                                    "H17", "H18", "H19", "H20", "H21",  "H22", "H23",
+                                    "S1",  "S2"};
   return ids[static_cast<int>(r)];
 }
 
@@ -107,6 +108,10 @@ HardRule first_broken_rule(const Model& m, const Run& run, const Cluster& cluste
       (s.num_microbatches < s.pp || s.num_microbatches % s.pp != 0)) {
     return HardRule::H23;
   }
+  if (run.rules == Rules::sapp_nd) {
+    if (s.pp > 1 && s.num_microbatches < s.pp) return HardRule::S1;
+    if (s.zero >= 1 && (s.tp * s.shard_group) % s.cp != 0) return HardRule::S2;
+  }
   return HardRule::ok;
 }
 
@@ -168,6 +173,12 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H23:
       return "H23: interleaved_1f1b needs m >= pp and m mod pp = 0 (m = " + to_string(s.num_microbatches) +
              ", pp = " + to_string(s.pp) + ")";
+    case HardRule::S1:
+      return "S1 (--rules sapp-nd): m >= pp is required (m = " + to_string(s.num_microbatches) + ", pp = " +
+             to_string(s.pp) + ")";
+    case HardRule::S2:
+      return "S2 (--rules sapp-nd): the optimizer-shard degree tp·shard_group/cp = " + to_string(s.tp * s.shard_group) +
+             "/" + to_string(s.cp) + " must be whole";
   }
   return "?";
 }

@@ -15,7 +15,9 @@ namespace meshfit {
 
 enum class HardRule : std::uint8_t {
   ok, H1, H2, H3, H4, H5, H6, H7, H8, H9, H10, H11, H12, H12b, H13, H14, H15, H16, H17, H18,
-  H19, H20, H21, H22, H23
+  H19, H20, H21, H22, H23,
+  S1,  // --rules sapp-nd: m ≥ pp when pp > 1 (SAPP-ND's search always applies it; memory-model.md §17.1)
+  S2   // --rules sapp-nd: the optimizer-shard degree tp·G/cp is whole (ruling 5)
 };
 
 const char* rule_id(HardRule r);

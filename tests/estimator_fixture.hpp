@@ -12,6 +12,7 @@
 #include "engine/run_config.hpp"
 #include "engine/strategy_string.hpp"
 #include "estimators/memory_model.hpp"
+#include "estimators/strategy_rules.hpp"
 
 namespace meshfit::test {
 
