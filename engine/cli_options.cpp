@@ -30,7 +30,11 @@ void add_run_options(po::options_description& desc, RunFlags& flags) {
       ("framework", po::value(&flags.framework)->default_value("megatron"),
        "whose defaults apply: megatron, torchtitan or deepspeed")
       ("rules", po::value(&flags.rules)->default_value("default"),
-       "memory-model rules: default or sapp-nd (the seed-compatible profile)");
+       "memory-model rules: default or sapp-nd (the seed-compatible profile)")
+      ("recompute-switches", po::value<std::string>(),
+       "what selective recompute keeps: megatron_core_attn (default), hyperparallel or torchtitan_op")
+      ("run-options", po::value<std::string>(),
+       "YAML file of run options (memory-model spec §2.4 and §5.1 names: layers_per_vstage, fp8_saved_matmul_inputs, ...)");
 }
 
 void add_cluster_options(po::options_description& desc, ClusterFlags& flags) {
@@ -62,6 +66,8 @@ void collect_run_flags(const po::variables_map& vm, RunFlags& flags) {
   take("micro-batch", flags.micro_batch);
   take("grad-bytes", flags.grad_bytes);
   if (vm.count("precision")) flags.precision = vm["precision"].as<std::string>();
+  if (vm.count("recompute-switches")) flags.recompute_switches = vm["recompute-switches"].as<std::string>();
+  if (vm.count("run-options")) flags.run_options_file = vm["run-options"].as<std::string>();
 }
 
 po::variables_map parse_options(const std::string& command, const std::vector<std::string>& args,

@@ -154,6 +154,14 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out) {
   const Run run = make_run(run_flags, true);
   std::vector<std::string> warnings;
   const Strategy s = parse_strategy(strategy_text, model, run, cluster, warnings);
+  for (const auto& w : model.input_warnings) warnings.push_back(w);
+  for (const auto& c : model.measured_census) {
+    const double tokens = static_cast<double>(run.seq) / static_cast<double>(s.cp);
+    if (c.seq_length != tokens) {
+      warnings.push_back("the " + c.kind + " census was measured at " + fixed(c.seq_length, 0) +
+                         " tokens per CP rank, this run has " + fixed(tokens, 0) + "; its bytes per token are used as measured");
+    }
+  }
   for (const auto& w : warnings) std::cerr << "meshfit estimate: warning: " << w << '\n';
   const double headroom = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
   const MemoryReport report = estimate_memory(model, run, cluster, s, headroom);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "engine/census_config.hpp"
 #include "engine/input_error.hpp"
 #include "engine/presets.hpp"
 #include "engine/yaml_fields.hpp"
@@ -319,7 +320,9 @@ Model model_from_config(const YAML::Node& doc, const std::string& source, const 
   if (has_symbols) read_symbols(Fields(c.raw("model"), source, "model"), d);
   std::string model_name = name;
   if (const auto n = c.optional_string("name")) model_name = *n;
-  return build(d, c, type.empty() ? "custom" : type, model_name);
+  Model m = build(d, c, type.empty() ? "custom" : type, model_name);
+  m.measured_census = read_census_map(c, m.input_warnings);
+  return m;
 }
 
 Model load_model(const std::string& spec) {

@@ -2,6 +2,7 @@
 
 #include "engine/input_error.hpp"
 #include "engine/presets.hpp"
+#include "engine/run_options_config.hpp"
 #include "engine/yaml_fields.hpp"
 
 namespace meshfit {
@@ -108,6 +109,13 @@ Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) 
   run.options.account_embedding = run.profile.account_embedding;
   run.options.account_loss = run.profile.account_loss;
   run.options.loss_transient_bytes = run.profile.loss_transient_bytes;
+  if (flags.run_options_file) {
+    apply_run_options(load_yaml_file(*flags.run_options_file), *flags.run_options_file, run);
+  }
+  if (flags.recompute_switches) {
+    apply_recompute_switches(YAML::Node(*flags.recompute_switches), source, "--recompute-switches", run);
+  }
+  if (flags.no_flash_attention) run.flash_attention = false;
   return run;
 }
 

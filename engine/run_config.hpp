@@ -21,6 +21,8 @@ struct RunFlags {
   std::string framework = "megatron";
   std::string rules = "default";
   bool no_flash_attention = false;
+  std::optional<std::string> recompute_switches;  // --recompute-switches: a preset name
+  std::optional<std::string> run_options_file;    // --run-options FILE.yaml
 };
 
 FrameworkProfile load_framework_profile(const std::string& name, const std::string& source);

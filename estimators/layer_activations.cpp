@@ -25,6 +25,30 @@ CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, dou
   return t;
 }
 
+CensusPerToken per_token_measured(const MeasuredCensus& mc, const CensusPerToken& analytic, const Run& run,
+                                  const Strategy& s, double g_kv) {
+  const double sigma = static_cast<double>(s.sigma()), tp = static_cast<double>(s.tp);
+  const RecomputeSwitches& sw = run.options.switches;
+  CensusPerToken t;
+  t.kept_plain = mc.saved / sigma + mc.saved_tp / tp + g_kv;
+  t.held = mc.working / sigma + mc.working_tp / tp + g_kv;
+  t.w_att_tp = analytic.w_att_tp;  // kernel workspaces a measured census may not see (§9.2)
+  if (mc.has_selective && sw == RecomputeSwitches::hyperparallel()) {  // rule 1
+    t.kept_sel = mc.selective / sigma + mc.selective_tp / tp;
+  } else if (mc.has_ops) {  // rule 2
+    double sel = 0, sel_tp = 0;
+    for (std::size_t op = 0; op < kMeasuredOps; ++op) {
+      if (!op_kept(static_cast<Op>(op), sw)) continue;
+      sel += mc.ops[op];
+      sel_tp += mc.ops_tp[op];
+    }
+    t.kept_sel = sel / sigma + sel_tp / tp + (sw.attBMM ? g_kv : 0);
+  } else {  // rule 3
+    t.kept_sel = analytic.kept_sel;
+  }
+  return t;
+}
+
 LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double n_cp, double hidden,
                                  const Run& run, const Strategy& s) {
   LayerActivation a;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "estimators/activation_census.hpp"
+#include "estimators/measured_census.hpp"
 
 namespace meshfit {
 
@@ -19,6 +20,12 @@ struct CensusPerToken {
   double w_att_tp = 0;    // W_att/tp
 };
 CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, double g_kv);
+
+// §7.2 with a measured census: kept and held from the record; a selective layer keeps, in this
+// order, the record's selective pair (under HyperParallel's switches, no gathered K/V), its kept
+// ops, or what the analytic census of the kind keeps (`analytic`).
+CensusPerToken per_token_measured(const MeasuredCensus& mc, const CensusPerToken& analytic, const Run& run,
+                                  const Strategy& s, double g_kv);
 
 // One layer under recompute `mode`, for n_cp = b·s/cp tokens (§7.2; full: §7.6).
 LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double n_cp, double hidden,

@@ -70,6 +70,9 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
     KindFigures k;
     k.params = rank_params(layer_params(m, ffn, kv_counted), s);
     k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
+    const std::string kind_name = std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") +
+                                  (ffn == FfnKind::moe ? "_moe" : "_dense");
+    if (const MeasuredCensus* mc = m.census_for(kind_name)) k.census = per_token_measured(*mc, k.census, run, s, g_kv);
     k.states = model_states(k.params, z, run, false, keep_gathered);
     if (gather_per_layer) k.gathered_params = prefetch * run.precision.beta_gather * k.params.total();
     if (seed) {
@@ -102,7 +105,12 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
   RankParams mtp_extra;
   mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
   const double k_emb = embedding_kept(m, run, s, n_cp);
-  const double k_out = output_kept(m, run, s, n_cp, v_pad);
+  double k_out = output_kept(m, run, s, n_cp, v_pad);
+  double tr_logits = logits_transient(run, s, n_cp, v_pad);
+  if (const MeasuredCensus* out = m.census_for("output")) {  // §7.7: the output layer's own record
+    k_out = n_cp * (out->saved / sigma + out->saved_tp / tp);
+    tr_logits = n_cp * std::max(0.0, out->working / sigma + out->working_tp / tp - (out->saved / sigma + out->saved_tp / tp));
+  }
   const FfnKind mtp_ffn = m.layer_ffn.empty() ? FfnKind::dense : m.layer_ffn.back();
   const std::int64_t embedding_stage = layout.vstages.front().stage;
   const bool split_ends = embedding_stage != layout.head_stage;
@@ -259,7 +267,7 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
     // §9: one transient on top of the in-flight activations, the largest candidate.
     st.tr_layer = tr_layer == kNone ? 0 : tr_layer;
     st.tr_attn = tr_attn;
-    if (st.head) st.tr_logits = logits_transient(run, s, n_cp, v_pad);
+    if (st.head) st.tr_logits = tr_logits;
     if (gather_per_layer) {
       double tables = (st.embedding ? 1 : 0);
       if (st.head && (!m.tie || split_ends)) tables += 1;

@@ -4,6 +4,13 @@
 
 namespace meshfit {
 
+const MeasuredCensus* Model::census_for(const std::string& kind) const {
+  for (const auto& c : measured_census) {
+    if (c.kind == kind) return &c;
+  }
+  return nullptr;
+}
+
 std::int64_t Model::moe_layer_count() const {
   return std::count(layer_ffn.begin(), layer_ffn.end(), FfnKind::moe);
 }

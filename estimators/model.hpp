@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "estimators/measured_census.hpp"
+
 namespace meshfit {
 
 enum class AttentionKind : std::uint8_t { gqa, mla };  // gqa covers MHA, GQA and MQA
@@ -60,6 +62,11 @@ struct Model {
 
   // FFN flavour of each body layer, in model order (size L).
   std::vector<FfnKind> layer_ffn;
+
+  // Measured censuses by kind (§7.1); a kind listed here replaces its analytic census.
+  std::vector<MeasuredCensus> measured_census;
+  const MeasuredCensus* census_for(const std::string& kind) const;
+  std::vector<std::string> input_warnings;  // non-fatal findings of the reader, for stderr
 
   int norm_width_factor() const { return norm == NormKind::rms ? 1 : 2; }  // w_n = h or 2h
   std::int64_t norm_params() const { return norm_width_factor() * hidden; }

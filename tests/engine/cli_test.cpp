@@ -141,3 +141,26 @@ TEST_CASE("validate: per-case errors and the summary; a malformed case names its
   CHECK(bad.code == 2);
   CHECK(bad.err.find("case 'broken-tp': field 'strategy.tp': expected a positive integer, got 'eight'") != std::string::npos);
 }
+
+TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from flags") {
+  const std::vector<std::string> base = {"estimate", "--model", "deepseek-v3", "--device", "h100-80gb", "--devices",
+                                         "1024", "--seq", "4096", "--global-batch", "2048", "--strategy",
+                                         "dp=32,tp=2,sp=true,pp=16,ep=64,zero=1,recompute=full,mbs=1"};
+  std::vector<std::string> a = base;
+  a.insert(a.end(), {"--run-options", data_path("run-options/ex5-layout.yaml")});
+  const auto r = run(a);
+  CHECK(r.code == 0);
+  // EX5: peak on stage 1, 22,780,616,512 bytes = 21.22 GiB.
+  CHECK(r.out.find("peak 21.22 GiB on stage 1") != std::string::npos);
+  std::vector<std::string> typo = base;
+  typo.insert(typo.end(), {"--run-options", data_path("run-options/typo.yaml")});
+  const auto t = run(typo);
+  CHECK(t.code == 2);
+  CHECK(t.err.find("typo.yaml: field 'layers_per_stage': unknown field") != std::string::npos);
+  std::vector<std::string> sw = base;
+  sw.insert(sw.end(), {"--run-options", data_path("run-options/bad-switches.yaml")});
+  CHECK(run(sw).err.find("field 'recompute_switches.attnBMM': unknown field") != std::string::npos);
+  std::vector<std::string> flag = base;
+  flag.insert(flag.end(), {"--recompute-switches", "everything"});
+  CHECK(run(flag).err.find("'--recompute-switches': expected megatron_core_attn") != std::string::npos);
+}

@@ -1,0 +1,136 @@
+#include "engine/run_options_config.hpp"
+
+#include <limits>
+
+#include "engine/input_error.hpp"
+#include "engine/yaml_fields.hpp"
+
+namespace meshfit {
+
+namespace {
+constexpr double kMax = std::numeric_limits<double>::max();
+}
+
+void apply_recompute_switches(const YAML::Node& value, const std::string& source, const std::string& field, Run& run) {
+  RunOptions& o = run.options;
+  if (value.IsScalar()) {
+    const std::string name = value.Scalar();
+    o.selective_policy = SelectivePolicy::switches;
+    if (name == "megatron_core_attn") o.switches = RecomputeSwitches::megatron_core_attn();
+    else if (name == "hyperparallel") o.switches = RecomputeSwitches::hyperparallel();
+    else if (name == "torchtitan_op") {
+      o.switches = RecomputeSwitches::hyperparallel();  // for layers the SAC record does not cover
+      o.selective_policy = SelectivePolicy::torchtitan_op_sac;
+    } else {
+      throw InputError(source, field, "expected megatron_core_attn, hyperparallel, torchtitan_op or a map of switches, got '" + name + "'");
+    }
+    return;
+  }
+  const Fields f(value, source, field);
+  f.reject_unknown({"attBMM", "attUp", "softmax", "dropout", "headCast", "normOp", "gather", "ffAct"});
+  RecomputeSwitches sw{true, true, true, true, true, true, true, true};
+  auto take = [&](const char* key, bool& out) {
+    if (const auto v = f.optional_bool(key)) out = *v;
+    else if (f.has(key)) f.fail(key, "expected true or false");
+  };
+  take("attBMM", sw.attBMM);
+  take("attUp", sw.attUp);
+  take("softmax", sw.softmax);
+  take("dropout", sw.dropout);
+  take("headCast", sw.headCast);
+  take("normOp", sw.normOp);
+  take("gather", sw.gather);
+  take("ffAct", sw.ffAct);
+  o.switches = sw;
+  o.selective_policy = SelectivePolicy::switches;
+}
+
+void apply_run_options(const YAML::Node& doc, const std::string& source, Run& run) {
+  const Fields f(doc, source);
+  f.reject_unknown({"flash_attention", "attention_dropout", "hidden_dropout", "embedding_dropout", "beta_a", "beta_n",
+                    "beta_sm", "beta_lse", "softmax_cast", "fused_swiglu", "eager_rope", "moe_mode", "capacity_factor",
+                    "moe_imbalance", "logits_kept_bytes", "loss_transient_bytes", "loss_chunks", "vocab_parallel_loss",
+                    "vocab_pad_multiple", "reshard_after_forward", "fsdp_prefetch_layers", "overlap_grad_reduce",
+                    "grad_bucket_bytes", "allgather_bucket_bytes", "optimizer_step_temp_bytes_per_param", "grad_clip",
+                    "token_id_bytes", "recompute_switches", "recompute_rest", "offload_optimizer", "layers_per_vstage",
+                    "layers_first_stage", "layers_last_stage", "account_embedding", "account_loss",
+                    "fp8_weight_cache_bytes", "fp8_saved_matmul_inputs", "fp8_allgather", "defer_grad_sync",
+                    "beta_P", "beta_G", "beta_master", "beta_state", "beta_gather", "beta_red", "beta_gcomm"});
+  RunOptions& o = run.options;
+  Precision& p = run.precision;
+  auto flag = [&](const char* key, bool& out) {
+    if (const auto v = f.optional_bool(key)) out = *v;
+  };
+  auto optional_flag = [&](const char* key, std::optional<bool>& out) {
+    if (const auto v = f.optional_bool(key)) out = *v;
+  };
+  auto number = [&](const char* key, double& out, double lo, double hi) {
+    if (const auto v = f.optional_number(key, lo, hi)) out = *v;
+  };
+  flag("flash_attention", run.flash_attention);
+  optional_flag("attention_dropout", o.attention_dropout);
+  optional_flag("hidden_dropout", o.hidden_dropout);
+  optional_flag("embedding_dropout", o.embedding_dropout);
+  number("beta_a", o.beta_a, 0.5, 8);
+  number("beta_n", o.beta_n, 0.5, 8);
+  number("beta_sm", o.beta_sm, 0.5, 8);
+  number("beta_lse", o.beta_lse, 0, 64);
+  flag("softmax_cast", o.softmax_cast);
+  flag("fused_swiglu", o.fused_swiglu);
+  flag("eager_rope", o.eager_rope);
+  if (const auto mode = f.optional_string("moe_mode")) {
+    if (*mode == "dropless") o.moe_mode = MoeMode::dropless;
+    else if (*mode == "capacity") o.moe_mode = MoeMode::capacity;
+    else f.fail("moe_mode", "expected dropless or capacity, got '" + *mode + "'");
+  }
+  number("capacity_factor", o.capacity_factor, 1e-3, 64);
+  number("moe_imbalance", o.moe_imbalance, 1, 64);
+  number("logits_kept_bytes", o.logits_kept_bytes, 0, 64);
+  number("loss_transient_bytes", o.loss_transient_bytes, 0, 64);
+  number("loss_chunks", o.loss_chunks, 1, 1e6);
+  flag("vocab_parallel_loss", o.vocab_parallel_loss);
+  if (const auto q = f.optional_int("vocab_pad_multiple")) run.profile.vocab_pad_multiple = *q;
+  if (const auto r = f.optional_string("reshard_after_forward")) {
+    if (*r == "true") run.profile.reshard_after_forward = ReshardAfterForward::on;
+    else if (*r == "false") run.profile.reshard_after_forward = ReshardAfterForward::off;
+    else if (*r == "auto") run.profile.reshard_after_forward = ReshardAfterForward::automatic;
+    else f.fail("reshard_after_forward", "expected true, false or auto, got '" + *r + "'");
+  }
+  if (const auto n = f.optional_int("fsdp_prefetch_layers", 0)) o.fsdp_prefetch_layers = *n;
+  flag("overlap_grad_reduce", o.overlap_grad_reduce);
+  // Re-read precision overrides first: bucket sizes in bytes convert with them.
+  number("beta_P", p.beta_P, 0, 16);
+  number("beta_G", p.beta_G, 0, 16);
+  number("beta_master", p.beta_master, 0, 16);
+  number("beta_state", p.beta_state, 0, 16);
+  number("beta_gather", p.beta_gather, 0, 16);
+  number("beta_red", p.beta_red, 0, 16);
+  number("beta_gcomm", p.beta_gcomm, 0, 16);
+  if (const auto b = f.optional_number("grad_bucket_bytes", 0, kMax)) {
+    run.profile.grad_bucket_elements = p.beta_G > 0 ? *b / p.beta_G : 0;
+  }
+  if (const auto b = f.optional_number("allgather_bucket_bytes", 0, kMax)) {
+    run.profile.allgather_bucket_elements = p.beta_P > 0 ? *b / p.beta_P : 0;
+  }
+  number("optimizer_step_temp_bytes_per_param", o.optimizer_step_temp_bytes_per_param, 0, 64);
+  flag("grad_clip", o.grad_clip);
+  number("token_id_bytes", o.token_id_bytes, 0, 16);
+  if (f.has("recompute_switches")) apply_recompute_switches(f.raw("recompute_switches"), source, "recompute_switches", run);
+  if (const auto rest = f.optional_string("recompute_rest")) {
+    if (*rest == "none") o.recompute_rest = Recompute::none;
+    else if (*rest == "selective") o.recompute_rest = Recompute::selective;
+    else f.fail("recompute_rest", "expected none or selective, got '" + *rest + "'");
+  }
+  flag("offload_optimizer", o.offload_optimizer);
+  if (f.has("layers_per_vstage")) o.layers_per_vstage = f.int_list("layers_per_vstage", 0);
+  if (const auto n = f.optional_int("layers_first_stage")) o.layers_first_stage = *n;
+  if (const auto n = f.optional_int("layers_last_stage")) o.layers_last_stage = *n;
+  flag("account_embedding", o.account_embedding);
+  flag("account_loss", o.account_loss);
+  number("fp8_weight_cache_bytes", o.fp8_weight_cache_bytes, 0, 8);
+  flag("fp8_saved_matmul_inputs", o.fp8_saved_matmul_inputs);
+  if (f.optional_bool("fp8_allgather").value_or(false)) p.beta_gather = 1;
+  optional_flag("defer_grad_sync", o.defer_grad_sync);
+}
+
+}  // namespace meshfit
