@@ -1,0 +1,141 @@
+#include "estimators/layer_time.hpp"
+
+#include <algorithm>
+
+#include "estimators/collectives.hpp"
+#include "estimators/rank_layout.hpp"
+
+namespace meshfit {
+
+double kernel_time(const Device& d, double eta_fw, double F) {
+  if (F <= 0) return 0;
+  const double eta = d.eta_max * eta_fw;
+  return F / (eta * d.peak_flops) + d.kernel_overhead / eta;
+}
+
+namespace {
+
+// ρ_core: backward/forward FLOP ratio of the attention core (§7.1).
+double core_backward_ratio(const Run& run) { return run.flash_attention ? 2.5 : 2.0; }
+
+// §7.2's selective recompute: what the layer's switch set recomputes.
+bool runs_hyperparallel(const Run& run) {
+  return run.options.selective_policy == SelectivePolicy::torchtitan_op_sac ||
+         run.options.switches == RecomputeSwitches::hyperparallel();
+}
+
+}  // namespace
+
+LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Strategy& s, FfnKind ffn) {
+  LayerTime t;
+  const RunOptions& o = run.options;
+  const double eta_fw = run.profile.eta_fw;
+  const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
+  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+  const LayerFlops flops = layer_flops(m, ffn, b * seq, seq, b, rho);
+  const double shards = static_cast<double>(s.tp * s.cp);  // §7.3: every op split over tp·cp
+
+  double att_proj_f = 0, ffn_proj_f = 0, up_f = 0;
+  for (std::size_t i = 0; i < flops.count; ++i) {
+    const FlopOp& op = flops.ops[i];
+    const double F = op.flops / shards;
+    const double f = kernel_time(d, eta_fw, F);
+    t.forward += f;
+    if (op.role == OpRole::core) {
+      t.core_forward = f;
+      t.backward += kernel_time(d, eta_fw, core_backward_ratio(run) * F);
+    } else {
+      t.backward += 2 * f;   // input gradient and weight gradient
+      t.weight_grad += f;
+    }
+    if (op.role == OpRole::attention_proj || op.role == OpRole::attention_up) att_proj_f += f;
+    if (op.role == OpRole::attention_up) up_f += f;
+    if (op.role == OpRole::ffn_proj) ffn_proj_f += f;
+  }
+
+  // Recompute (§7.2): full repeats the forward; selective repeats what its switches drop.
+  t.recompute[static_cast<int>(Recompute::full)] = t.forward;
+  const int sel = static_cast<int>(Recompute::selective);
+  if (runs_hyperparallel(run)) {
+    t.recompute[sel] = 0.5 * att_proj_f + 0.5 * ffn_proj_f;  // every other matmul; core outputs saved
+  } else {
+    const RecomputeSwitches& sw = o.switches;
+    if (!sw.softmax || !sw.attBMM) {
+      t.recompute[sel] += t.core_forward;
+      t.recompute_repeats_cp[sel] = true;
+    }
+    if (!sw.attUp) t.recompute[sel] += up_f;
+  }
+  t.recompute_repeats_cp[static_cast<int>(Recompute::full)] = true;
+
+  const double h = static_cast<double>(m.hidden), beta_a = o.beta_a;
+  const double n_cp = b * seq / static_cast<double>(s.cp);
+  // TP/SP (§7.5): activation buffers S_tp = n_cp·h·β_a.
+  if (s.tp > 1) {
+    const Group tp = make_group(d, 1, s.tp);
+    const double S = n_cp * h * beta_a;
+    double forward;
+    if (s.sp) {
+      const double pairs = ffn == FfnKind::dense ? 2 : 1 + (m.shared_experts > 0 ? 1 : 0);
+      forward = pairs * (all_gather(tp, S) + reduce_scatter(tp, S));
+    } else {
+      forward = 2 * all_reduce(tp, S);
+    }
+    t.tp_forward = forward;
+    t.tp = 2 * forward;
+  }
+
+  // CP (§7.5): Ulysses all-to-alls, ring hops overlapped with the core, or all-gather.
+  if (s.cp > 1) {
+    const double a_tp = static_cast<double>(m.heads) / static_cast<double>(s.tp);
+    const double kv_heads = m.attention == AttentionKind::mla ? static_cast<double>(m.heads)
+                                                              : static_cast<double>(std::max(m.kv_heads, s.tp));
+    const double kv_tp = kv_heads / static_cast<double>(s.tp);
+    const double d_qk = static_cast<double>(m.qk_head_dim()), d_v = static_cast<double>(m.v_dim());
+    double fwd = 0, bwd = 0;
+    if (s.cp_algo == CpAlgo::allgather) {
+      const Group g = make_group(d, s.tp, s.cp);
+      const double S_ag = b * seq * kv_tp * (d_qk + d_v) * beta_a;
+      fwd = all_gather(g, S_ag);
+      bwd = reduce_scatter(g, S_ag);
+    } else {
+      const std::int64_t cp_u = s.cp_algo == CpAlgo::ring ? 1 : s.cp_u;
+      const std::int64_t cp_r = s.cp / cp_u;
+      if (cp_u > 1) {
+        const Group g = make_group(d, s.tp, cp_u);
+        const double S_qkv = n_cp * (a_tp * d_qk + kv_tp * d_qk + kv_tp * d_v) * beta_a;
+        const double S_o = n_cp * a_tp * d_v * beta_a;
+        fwd += all_to_all(g, d, S_qkv) + all_to_all(g, d, S_o);
+        bwd += all_to_all(g, d, S_qkv) + all_to_all(g, d, S_o);
+      }
+      if (cp_r > 1) {
+        const GroupPlacement ring = place_group(s.tp * cp_u, cp_r, d.devices_per_node);
+        const double S_kv = b * (seq / static_cast<double>(cp_r)) * (kv_tp / static_cast<double>(cp_u)) * (d_qk + d_v) * beta_a;
+        const double hops = static_cast<double>(cp_r - 1);
+        const double hide = hops / static_cast<double>(cp_r);
+        const double core_b = kernel_time(d, eta_fw, core_backward_ratio(run) * flops_core(flops) / shards);
+        fwd += std::max(0.0, hops * point_to_point(d, ring.inside_node, S_kv) - hide * t.core_forward);
+        bwd += std::max(0.0, hops * point_to_point(d, ring.inside_node, 2 * S_kv) - hide * core_b);
+      }
+    }
+    t.cp_forward = fwd;
+    t.cp = fwd + bwd;
+  }
+
+  // EP (§7.5): dispatch and combine all-to-alls; ETP gathers around the expert GEMMs.
+  if (ffn == FfnKind::moe && (s.ep > 1 || s.etp > 1)) {
+    const double n_moe = b * seq / static_cast<double>(s.cp * s.tp);
+    const double S_d = n_moe * static_cast<double>(m.top_k) * h * beta_a * rho;
+    double forward = 2 * all_to_all(make_group(d, s.etp, s.ep), d, S_d);
+    if (s.etp > 1) {
+      const Group etp = make_group(d, 1, s.etp);
+      forward += all_gather(etp, static_cast<double>(s.etp) * S_d) + reduce_scatter(etp, static_cast<double>(s.etp) * S_d);
+    }
+    if (s.schedule == Schedule::dualpipev) forward = 0;  // the V pairs each chunk's comm with the other's compute
+    t.ep_forward = forward;
+    t.ep = 2 * forward;
+  }
+  return t;
+}
+
+}  // namespace meshfit

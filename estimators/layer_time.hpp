@@ -1,0 +1,30 @@
+// Time of one layer for one micro-batch on one device: kernel times (search-and-time.md §7.3),
+// recompute (§7.2) and exposed TP, CP and EP communication (§7.5, §7.6).
+#pragma once
+
+#include "estimators/device.hpp"
+#include "estimators/layer_flops.hpp"
+#include "estimators/model.hpp"
+#include "estimators/run.hpp"
+#include "estimators/strategy.hpp"
+
+namespace meshfit {
+
+// t_kern(F) = F/(η_max·η_fw·F_peak) + τ_kern/(η_max·η_fw): the peak rate plus a fixed cost per
+// kernel (§7.3); 0 for no work.
+double kernel_time(const Device& d, double eta_fw, double flops);
+
+struct LayerTime {
+  double forward = 0, backward = 0, weight_grad = 0;  // compute
+  double core_forward = 0;                            // the attention core's forward kernel
+  double recompute[3] = {0, 0, 0};                    // compute added per recompute mode
+  // Exposed communication, forward + backward, and the forward part a recompute repeats.
+  double tp = 0, cp = 0, ep = 0;
+  double tp_forward = 0, cp_forward = 0, ep_forward = 0;
+  bool recompute_repeats_cp[3] = {false, false, false};  // selective sets that recompute the core
+};
+
+// One body layer of FFN flavour `ffn` under strategy `s` (on `device`, for `run`).
+LayerTime layer_time(const Model& m, const Run& run, const Device& device, const Strategy& s, FfnKind ffn);
+
+}  // namespace meshfit

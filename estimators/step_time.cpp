@@ -1,0 +1,210 @@
+#include "estimators/step_time.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "estimators/collectives.hpp"
+#include "estimators/layer_time.hpp"
+#include "estimators/model_states.hpp"
+#include "estimators/parameter_counts.hpp"
+#include "estimators/pipeline_layout.hpp"
+#include "estimators/pipeline_schedule.hpp"
+#include "estimators/rank_layout.hpp"
+#include "estimators/strategy_rules.hpp"
+
+namespace meshfit {
+
+namespace {
+
+// β_step: HBM bytes one optimizer step moves per locally updated parameter (§7.9).
+double step_bytes(const Run& run) { return run.optimizer == Optimizer::sgd_momentum ? 26 : 38; }
+
+// max(T − window, T/n): what a reduction or gather overlapped with a window leaves exposed,
+// never below its last piece (§7.6).
+double exposed(double t, double window, double pieces) {
+  if (t <= 0) return 0;
+  return std::max(t - window, t / std::max(1.0, pieces));
+}
+
+}  // namespace
+
+TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
+  const Device& d = cluster.device;
+  const RunOptions& o = run.options;
+  const PipelineLayout layout = make_layout(m, run, s);
+  const std::int64_t nv = s.virtual_stages();
+  const double eta_fw = run.profile.eta_fw;
+  const double h = static_cast<double>(m.hidden), tp = static_cast<double>(s.tp);
+  const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
+  const double n_tok = b * seq, shards = static_cast<double>(s.tp * s.cp);
+  const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
+
+  const LayerTime dense = layer_time(m, run, d, s, FfnKind::dense);
+  const LayerTime moe = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : dense;
+  auto times = [&](FfnKind f) -> const LayerTime& { return f == FfnKind::moe ? moe : dense; };
+  const double logits_f = kernel_time(d, eta_fw, logits_flops(m, n_tok, v_pad) / shards);
+  const double eh_f = kernel_time(d, eta_fw, mtp_projection_flops(m, n_tok) / shards);
+
+  // PP hops (§7.5): inside a node only if the whole pipeline group is.
+  const std::int64_t world = s.world();
+  const bool pp_inside = world <= d.devices_per_node && d.devices_per_node % world == 0;
+  const double S_pp = b * (seq / static_cast<double>(s.cp)) * h * o.beta_a / static_cast<double>(s.sigma());
+  const double p2p = s.pp > 1 && s.schedule != Schedule::dualpipev
+                         ? 2 * static_cast<double>(s.vpp) * point_to_point(d, pp_inside, S_pp)
+                         : 0;
+
+  // Data-parallel groups (§4) and per-rank parameter counts of a layer (memory-model §4.9).
+  const ZeroDivisors z = zero_divisors(s);
+  const Group reduce = make_group(d, s.tp, s.dp * s.cp);
+  const Group shard = make_group(d, s.tp, s.zero >= 1 ? s.shard_group : 1);
+  const bool hsdp = s.zero >= 1 && s.shard_group < s.dp * s.cp;
+  const Group replicate = make_group(d, s.tp * s.shard_group, hsdp ? s.dp * s.cp / s.shard_group : 1);
+  const Group expert_reduce = make_group(d, s.etp * s.ep, s.expert_dp());
+  const Group expert_shard = make_group(d, s.etp * s.ep, s.zero >= 1 ? static_cast<std::int64_t>(z.OSe) : 1);
+  const bool reshard = reshards_after_forward(run, s);
+  const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
+  const RankParams dense_p = rank_params(layer_params(m, FfnKind::dense, kv_counted), s);
+  const RankParams moe_p = m.is_moe() ? rank_params(layer_params(m, FfnKind::moe, kv_counted), s) : dense_p;
+  const double table = v_pad * h / tp;
+  const bool split_ends = layout.vstages.front().stage != layout.head_stage;
+  const Group ends = make_group(d, s.tp * s.cp * s.dp * std::max<std::int64_t>(1, s.pp - 1), 2);
+  const double bucket_group = static_cast<double>(s.zero >= 2 ? s.shard_group : s.dp * s.cp);
+  const double bucket_params = std::max(40e6, 1e6 * bucket_group);
+  const Precision& pr = run.precision;
+
+  TimeReport r;
+  r.stages.resize(static_cast<std::size_t>(s.pp));
+  for (std::int64_t i = 0; i < s.pp; ++i) {
+    StageTime& st = r.stages[static_cast<std::size_t>(i)];
+    st.stage = i;
+    double P_d = 0, P_e = 0, units = 0;
+    double tp_c = 0, cp_c = 0, ep_c = 0;
+    auto add_layer = [&](FfnKind ffn, Recompute mode) {
+      const LayerTime& t = times(ffn);
+      const int k = static_cast<int>(mode);
+      st.forward += t.forward;
+      st.backward += t.backward;
+      st.weight_grad += t.weight_grad;
+      st.recompute += t.recompute[k];
+      tp_c += t.tp;
+      cp_c += t.cp;
+      ep_c += t.ep;
+      // Recompute repeats the forward communication of what it recomputes (§7.5).
+      if (mode == Recompute::full) {
+        tp_c += t.tp_forward;
+        ep_c += t.ep_forward;
+      }
+      if (t.recompute_repeats_cp[k]) cp_c += t.cp_forward;
+      const RankParams& p = ffn == FfnKind::moe ? moe_p : dense_p;
+      P_d += p.non_expert + p.shared;
+      P_e += p.routed;
+      units += 1;
+    };
+    bool embedding = false, head = false;
+    for (const auto& vs : layout.vstages) {
+      if (vs.stage != i) continue;
+      for (std::int64_t l = 0; l < vs.layers; ++l) {
+        Recompute mode = s.recompute;
+        if (s.recompute == Recompute::full) mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
+        add_layer(m.layer_ffn[static_cast<std::size_t>(vs.first_layer + l)], mode);
+      }
+      const std::int64_t u = &vs - layout.vstages.data();
+      if (u == 0) embedding = true;
+      if (u == nv - 1) head = true;
+    }
+    if (embedding) {
+      P_d += table + static_cast<double>(m.positions) * h;
+      units += 1;
+    }
+    if (head) {
+      // Logits: one forward kernel and two backward ones per loss; MTP depths are body layers of
+      // the head's stage, with their eh_proj and their own logits (ruling 9).
+      const double losses = static_cast<double>(1 + m.mtp_depths);
+      st.forward += losses * logits_f;
+      st.backward += losses * 2 * logits_f;
+      st.weight_grad += losses * logits_f;
+      const Recompute last = s.recompute == Recompute::full ? Recompute::full : s.recompute;
+      for (std::int64_t k = 0; k < m.mtp_depths; ++k) {
+        add_layer(m.layer_ffn.back(), last);
+        st.forward += eh_f;
+        st.backward += 2 * eh_f;
+        st.weight_grad += eh_f;
+        P_d += static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
+      }
+      P_d += (m.tie && !split_ends ? 0 : table) + static_cast<double>(m.norm_params());
+      if ((m.tie || m.mtp_depths > 0) && split_ends) P_d += table;
+      units += 1;
+    }
+    st.comm_tp = tp_c;
+    st.comm_cp = cp_c;
+    st.comm_ep = ep_c;
+    st.comm_pp = p2p;
+
+    // ZeRO / FSDP (§7.5, §7.6): per micro-batch exposure and the tail.
+    const double win_f = st.forward, win_b = st.backward + st.recompute;
+    const double n_b = std::ceil((P_d + P_e) / bucket_params);
+    const double t_rs = reduce_scatter(shard, P_d * pr.beta_gcomm) + reduce_scatter(expert_shard, P_e * pr.beta_gcomm);
+    const double t_ag = all_gather(shard, P_d * pr.beta_gather) + all_gather(expert_shard, P_e * pr.beta_gather);
+    const double t_hsdp = hsdp ? all_reduce(replicate, P_d * pr.beta_gcomm / static_cast<double>(s.shard_group)) : 0;
+    double c_red = 0, c_ag = 0;
+    switch (s.zero) {
+      case 0:
+        c_red = exposed(all_reduce(reduce, P_d * pr.beta_gcomm) + all_reduce(expert_reduce, P_e * pr.beta_gcomm), win_b, n_b);
+        break;
+      case 1:
+        c_red = exposed(t_rs + t_hsdp, win_b, n_b);
+        c_ag = exposed(t_ag, win_f, n_b);
+        break;
+      case 2:
+        st.comm_zero = exposed(t_rs, win_b, n_b);
+        c_red = exposed(t_hsdp, win_b, n_b);
+        c_ag = exposed(t_ag, win_f, n_b);
+        break;
+      default:
+        if (reshard) {
+          st.comm_zero = exposed(t_ag, win_f, units) + exposed(t_ag + t_rs, win_b, units);
+        } else {
+          st.comm_zero = exposed(t_rs, win_b, units);
+          c_ag = exposed(t_ag, win_f, units);
+        }
+        c_red = exposed(t_hsdp, win_b, n_b);
+    }
+    // Tied tables and the MTP embedding copy: one all-reduce between the two end stages.
+    const double c_emb = (m.tie || m.mtp_depths > 0) && split_ends && (embedding || head)
+                             ? all_reduce(ends, table * pr.beta_gcomm)
+                             : 0;
+    st.comm_dp = c_red + c_ag + c_emb;
+    const double p_opt = s.zero >= 1 ? P_d / z.OS + P_e / z.OSe : P_d + P_e;
+    st.optimizer = p_opt * step_bytes(run) / (d.eta_hbm * d.hbm_bandwidth);
+    st.tau = st.forward + st.backward + st.recompute + st.comm_tp + st.comm_cp + st.comm_ep + st.comm_pp + st.comm_zero;
+  }
+
+  for (std::size_t i = 0; i < r.stages.size(); ++i) {
+    if (r.stages[i].tau > r.stages[static_cast<std::size_t>(r.slowest_stage)].tau) r.slowest_stage = static_cast<std::int64_t>(i);
+    if (r.stages[i].tail() > r.stages[static_cast<std::size_t>(r.tail_stage)].tail()) r.tail_stage = static_cast<std::int64_t>(i);
+  }
+  const StageTime& slow = r.stages[static_cast<std::size_t>(r.slowest_stage)];
+  const StageTime& last = r.stages[static_cast<std::size_t>(r.tail_stage)];
+  const double m_mb = static_cast<double>(s.num_microbatches);
+  r.pipe = pipeline_makespan(s, r.stages);
+  r.tail = last.tail();
+  r.step = r.pipe + r.tail;
+  r.forward = m_mb * slow.forward;
+  r.backward = m_mb * slow.backward;
+  r.recompute = m_mb * slow.recompute;
+  r.comm_tp = m_mb * slow.comm_tp;
+  r.comm_cp = m_mb * slow.comm_cp;
+  r.comm_ep = m_mb * slow.comm_ep;
+  r.comm_pp = m_mb * slow.comm_pp;
+  r.comm_zero = m_mb * slow.comm_zero;
+  r.bubble = r.pipe - m_mb * slow.tau;
+  r.comm_dp = last.comm_dp;
+  r.optimizer = last.optimizer;
+  const double gb = static_cast<double>(run.global_batch), N = static_cast<double>(world);
+  r.tokens_per_sec_per_device = gb * seq / (r.step * N);
+  r.model_flops = 3 * gb * sequence_flops(m, seq);
+  r.mfu = r.model_flops / (r.step * N * d.peak_flops);
+  return r;
+}
+
+}  // namespace meshfit
