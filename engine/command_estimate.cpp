@@ -1,5 +1,5 @@
 // `meshfit estimate`: memory per stage and per term of one strategy (shared/spec/cli.md,
-// memory-model.md §13). The step-time fields arrive with the time model (issue 4).
+// memory-model.md §13), then the step time and its parts (search-and-time.md §7.10).
 #include <algorithm>
 #include <iostream>
 
@@ -13,6 +13,7 @@
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
 #include "estimators/memory_model.hpp"
+#include "estimators/step_time.hpp"
 
 namespace meshfit {
 
@@ -32,6 +33,26 @@ std::vector<std::size_t> shown_stages(const MemoryReport& r) {
   std::sort(idx.begin(), idx.end());
   idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
   return idx;
+}
+
+// (JSON key, seconds) of the time terms of cli.md, summing to the step time.
+std::vector<std::pair<const char*, double>> time_terms(const TimeReport& t) {
+  return {{"forward", t.forward},     {"backward", t.backward},   {"recompute", t.recompute},
+          {"comm_tp", t.comm_tp},     {"comm_cp", t.comm_cp},     {"comm_ep", t.comm_ep},
+          {"comm_pp", t.comm_pp},     {"comm_zero", t.comm_zero}, {"bubble", t.bubble},
+          {"comm_dp", t.comm_dp},     {"optimizer", t.optimizer}};
+}
+
+void write_time_table(const TimeReport& t, std::ostream& out) {
+  out << "\nstep time " << fixed(t.step, 3) << " s (slowest stage " << t.slowest_stage << ", tail on stage "
+      << t.tail_stage << "); " << fixed(t.tokens_per_sec_per_device, 1) << " tokens/s per device; MFU "
+      << fixed(100 * t.mfu, 1) << "%\n";
+  TextTable tt;
+  for (const auto& [name, seconds] : time_terms(t)) {
+    if (seconds == 0) continue;
+    tt.row({name, fixed(seconds, 4) + " s", fixed(100 * seconds / t.step, 1) + "%"});
+  }
+  tt.print(out, "  ");
 }
 
 void write_table(const Model& m, const Cluster& c, const Strategy& s, const MemoryReport& r, std::ostream& out) {
@@ -88,7 +109,7 @@ void write_table(const Model& m, const Cluster& c, const Strategy& s, const Memo
   }
 }
 
-void write_json(const Strategy& s, const MemoryReport& r, std::ostream& out) {
+void write_json(const Strategy& s, const MemoryReport& r, const TimeReport& t, std::ostream& out) {
   JsonWriter j(out);
   j.begin_object().key("strategy");
   write_strategy_json(j, s);
@@ -114,11 +135,12 @@ void write_json(const Strategy& s, const MemoryReport& r, std::ostream& out) {
     j.end_object();
   }
   j.end_array();
-  // The step-time model is issue 4: until it lands these fields are null, never a made-up number.
-  j.key("step_time_s").null();
-  j.key("time_terms").begin_object().end_object();
-  j.key("tokens_per_sec_per_device").null();
-  j.key("mfu").null();
+  j.field("step_time_s", t.step);
+  j.key("time_terms").begin_object();
+  for (const auto& [name, seconds] : time_terms(t)) j.field(name, seconds);
+  j.end_object();
+  j.field("tokens_per_sec_per_device", t.tokens_per_sec_per_device).field("mfu", t.mfu);
+  j.field("model_flops", t.model_flops).field("slowest_stage", t.slowest_stage);
   j.end_object();
   out << '\n';
 }
@@ -165,10 +187,12 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out) {
   for (const auto& w : warnings) std::cerr << "meshfit estimate: warning: " << w << '\n';
   const double headroom = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
   const MemoryReport report = estimate_memory(model, run, cluster, s, headroom);
+  const TimeReport timing = estimate_step_time(model, run, cluster, s);
   if (format == OutputFormat::json) {
-    write_json(s, report, out);
+    write_json(s, report, timing, out);
   } else {
     write_table(model, cluster, s, report, out);
+    write_time_table(timing, out);
   }
   return report.fits ? 0 : 1;
 }

@@ -2,6 +2,7 @@
 // (shared/spec/cli.md; memory-model.md §11 "Comparing with measurements").
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "engine/cli_options.hpp"
 #include "engine/commands.hpp"
@@ -12,6 +13,7 @@
 #include "engine/text_format.hpp"
 #include "engine/validation_cases.hpp"
 #include "estimators/memory_model.hpp"
+#include "estimators/step_time.hpp"
 
 namespace meshfit {
 
@@ -22,6 +24,8 @@ struct Row {
   double estimate_gib;
   double error;  // estimate/measured − 1
   std::int64_t stage;
+  double tokens_per_sec;  // estimated throughput per device
+  std::optional<double> tokens_error;
 };
 
 // The estimate comparable with the case's metric: allocated with allocated, reserved (or an
@@ -38,7 +42,12 @@ Row compare(const ValidationCase& c) {
     }
   }
   const double gib = best / kGiB;
-  return {&c, gib, gib / c.measured_gib - 1, stage};
+  const TimeReport t = estimate_step_time(c.model, c.run, c.cluster, c.strategy);
+  std::optional<double> tokens_error;
+  if (c.measured_tokens_per_sec && *c.measured_tokens_per_sec > 0) {
+    tokens_error = t.tokens_per_sec_per_device / *c.measured_tokens_per_sec - 1;
+  }
+  return {&c, gib, gib / c.measured_gib - 1, stage, t.tokens_per_sec_per_device, tokens_error};
 }
 
 double median(std::vector<double> v) {
@@ -76,6 +85,16 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out) {
   const auto under = std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
   const auto over = std::max_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
   const double med = median(abs_errors);
+  std::vector<double> tokens_abs;
+  const Row* tok_under = nullptr;
+  const Row* tok_over = nullptr;
+  for (const auto& r : rows) {
+    if (!r.tokens_error) continue;
+    tokens_abs.push_back(std::fabs(*r.tokens_error));
+    if (!tok_under || *r.tokens_error < *tok_under->tokens_error) tok_under = &r;
+    if (!tok_over || *r.tokens_error > *tok_over->tokens_error) tok_over = &r;
+  }
+  const double tokens_med = median(tokens_abs);
   const auto within = std::count_if(abs_errors.begin(), abs_errors.end(), [](double e) { return e <= 0.10; });
 
   if (format == OutputFormat::json) {
@@ -85,10 +104,11 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out) {
       j.begin_object().field("id", r.c->id).field("estimate_gib", r.estimate_gib)
           .field("measured_gib", r.c->measured_gib).field("metric", to_string(r.c->metric))
           .field("error", r.error).field("stage", r.stage);
-      // The step-time model (issue 4) fills the estimate; null until then.
-      j.key("estimate_tokens_per_sec_per_device").null();
+      j.field("estimate_tokens_per_sec_per_device", r.tokens_per_sec);
       j.key("measured_tokens_per_sec_per_device");
       if (r.c->measured_tokens_per_sec) j.value(*r.c->measured_tokens_per_sec); else j.null();
+      j.key("tokens_error");
+      if (r.tokens_error) j.value(*r.tokens_error); else j.null();
       j.key("defaults").begin_array();
       for (const auto& d : r.c->defaults_taken) j.value(d);
       j.end_array().end_object();
@@ -100,15 +120,24 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out) {
       j.field("worst_under_id", under->c->id).field("worst_under_error", under->error)
           .field("worst_over_id", over->c->id).field("worst_over_error", over->error);
     }
+    j.field("throughput_cases", static_cast<std::int64_t>(tokens_abs.size()));
+    if (!tokens_abs.empty()) {
+      j.field("throughput_median_abs_error", tokens_med)
+          .field("throughput_worst_under_id", tok_under->c->id).field("throughput_worst_under_error", *tok_under->tokens_error)
+          .field("throughput_worst_over_id", tok_over->c->id).field("throughput_worst_over_error", *tok_over->tokens_error);
+    }
     j.end_object().end_object();
     out << '\n';
     return 0;
   }
   TextTable t;
-  t.row({"case", "metric", "estimate GiB", "measured GiB", "error", "stage"});
+  auto percent = [](double e) { return (e >= 0 ? "+" : "") + fixed(100 * e, 1) + "%"; };
+  t.row({"case", "metric", "estimate GiB", "measured GiB", "error", "stage", "tok/s est", "tok/s meas", "error"});
   for (const auto& r : rows) {
-    t.row({r.c->id, to_string(r.c->metric), fixed(r.estimate_gib, 2), fixed(r.c->measured_gib, 2),
-           (r.error >= 0 ? "+" : "") + fixed(100 * r.error, 1) + "%", std::to_string(r.stage)});
+    const bool has_tokens = r.c->measured_tokens_per_sec.has_value();
+    t.row({r.c->id, to_string(r.c->metric), fixed(r.estimate_gib, 2), fixed(r.c->measured_gib, 2), percent(r.error),
+           std::to_string(r.stage), fixed(r.tokens_per_sec, 0),
+           has_tokens ? fixed(*r.c->measured_tokens_per_sec, 0) : "-", r.tokens_error ? percent(*r.tokens_error) : "-"});
   }
   t.print(out);
   out << "\n" << rows.size() << " cases; median absolute error " << fixed(100 * med, 1) << "%; "
@@ -116,6 +145,11 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out) {
   if (!rows.empty()) {
     out << "worst under-estimate " << under->c->id << " " << fixed(100 * under->error, 1) << "%; worst over-estimate "
         << over->c->id << " +" << fixed(100 * over->error, 1) << "%\n";
+  }
+  if (!tokens_abs.empty()) {
+    out << "throughput: " << tokens_abs.size() << " cases; median absolute error " << fixed(100 * tokens_med, 1)
+        << "%; worst under " << tok_under->c->id << " " << percent(*tok_under->tokens_error) << "; worst over "
+        << tok_over->c->id << " " << percent(*tok_over->tokens_error) << "\n";
   }
   return 0;
 }

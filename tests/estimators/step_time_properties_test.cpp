@@ -1,0 +1,61 @@
+// Properties of the step-time model (issue 4): each a comparison the formulas must respect.
+#include <doctest/doctest.h>
+
+#include <tbb/parallel_for.h>
+
+#include "estimator_fixture.hpp"
+#include "estimators/step_time.hpp"
+
+using namespace meshfit;
+using meshfit::test::make_case;
+
+namespace {
+TimeReport timing(const test::Case& c) { return estimate_step_time(c.model, c.run, c.cluster, c.strategy); }
+}  // namespace
+
+TEST_CASE("full recompute costs more compute than selective, selective more than none") {
+  double prev = -1;
+  for (const char* mode : {"none", "selective", "full"}) {
+    CAPTURE(mode);
+    const auto r = timing(make_case("llama-3.1-70b", 64, 8192, 128, std::string("tp=8,sp=true,pp=4,recompute=") + mode));
+    const double compute = r.forward + r.backward + r.recompute;
+    CHECK(compute > prev);
+    prev = compute;
+  }
+}
+
+TEST_CASE("interleaving shrinks the bubble") {
+  const auto plain = timing(make_case("llama-3.1-70b", 64, 8192, 128, "tp=8,sp=true,pp=4,vpp=1,mbs=1"));
+  const auto inter = timing(make_case("llama-3.1-70b", 64, 8192, 128, "tp=8,sp=true,pp=4,vpp=5,mbs=1"));
+  CHECK(inter.bubble < plain.bubble);
+  // Equal stages: the 1F1B bubble is (pp − 1)/v of a stage time.
+  CHECK(inter.bubble < plain.bubble / 4);
+}
+
+TEST_CASE("a TP group that spans nodes is slower than one inside a node") {
+  // tp 8 on nodes of 8 (inside) against the same strategy on a device with 4 per node (spanning).
+  auto inside = make_case("llama-3.1-70b", 64, 8192, 128, "tp=8,sp=true,pp=4");
+  auto spanning = inside;
+  spanning.cluster.device.devices_per_node = 4;
+  const auto a = timing(inside), b = timing(spanning);
+  CHECK(b.comm_tp > a.comm_tp);
+  CHECK(b.step > a.step);
+}
+
+TEST_CASE("the time terms sum to the step time") {
+  for (const char* s : {"tp=8,sp=true,pp=4,vpp=5,zero=1", "tp=4,sp=true,cp=2,pp=2,zero=3", "dp=64,zero=0,recompute=full"}) {
+    CAPTURE(s);
+    const auto r = timing(make_case("llama-3.1-70b", 64, 8192, 128, s));
+    const double sum = r.forward + r.backward + r.recompute + r.comm_tp + r.comm_cp + r.comm_ep + r.comm_pp +
+                       r.comm_zero + r.bubble + r.comm_dp + r.optimizer;
+    CHECK(std::fabs(sum - r.step) <= 1e-9 * r.step);
+  }
+}
+
+TEST_CASE("the step time is the same from every thread") {
+  const auto c = make_case("deepseek-v3", 1024, 4096, 2048, "tp=2,sp=true,pp=16,ep=64,zero=1,recompute=full");
+  const double ref = timing(c).step;
+  std::vector<double> steps(64);
+  tbb::parallel_for(std::size_t{0}, steps.size(), [&](std::size_t k) { steps[k] = timing(c).step; });
+  for (double t : steps) CHECK(t == ref);
+}
