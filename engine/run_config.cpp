@@ -42,6 +42,12 @@ FrameworkProfile load_framework_profile(const std::string& name, const std::stri
   p.account_embedding = f.optional_bool("account_embedding").value_or(false);
   p.account_loss = f.optional_bool("account_loss").value_or(false);
   p.loss_transient_bytes = f.optional_number("loss_transient_bytes", 0, 64).value_or(6);
+  p.eta_core = f.optional_number("eta_core", 1e-3, 10).value_or(1);
+  p.cp_core_scale = f.optional_number("cp_core_scale", 1e-3, 10).value_or(1);
+  p.elementwise = f.optional_bool("elementwise").value_or(false);
+  p.eager_elementwise_passes = f.optional_number("eager_elementwise_passes", 0, 100).value_or(1);
+  p.compiled_elementwise_passes = f.optional_number("compiled_elementwise_passes", 0, 100).value_or(1);
+  p.fp8_gemm_speedup = f.optional_number("fp8_gemm_speedup", 1e-3, 10).value_or(1);
   return p;
 }
 

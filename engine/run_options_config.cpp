@@ -55,6 +55,7 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
                     "token_id_bytes", "recompute_switches", "recompute_rest", "offload_optimizer", "layers_per_vstage",
                     "layers_first_stage", "layers_last_stage", "account_embedding", "account_loss",
                     "fp8_weight_cache_bytes", "fp8_saved_matmul_inputs", "fp8_allgather", "defer_grad_sync",
+                    "torch_compile", "fp8_linears",
                     "beta_P", "beta_G", "beta_master", "beta_state", "beta_gather", "beta_red", "beta_gcomm"});
   RunOptions& o = run.options;
   Precision& p = run.precision;
@@ -131,6 +132,8 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   flag("fp8_saved_matmul_inputs", o.fp8_saved_matmul_inputs);
   if (f.optional_bool("fp8_allgather").value_or(false)) p.beta_gather = 1;
   optional_flag("defer_grad_sync", o.defer_grad_sync);
+  flag("torch_compile", o.torch_compile);
+  flag("fp8_linears", o.fp8_linears);
 }
 
 }  // namespace meshfit

@@ -141,9 +141,10 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   if (feat.optional_bool("chunked_loss").value_or(false)) vc.run.options.loss_chunks = 8;
   // Transformer Engine's FP8 linears keep their inputs for the backward in fp8 (§7.4.7); torchao's
   // float8 training keeps the high-precision input and casts again in the backward.
-  if (feat.optional_bool("fp8").value_or(false) && vc.framework == "megatron") {
-    vc.run.options.fp8_saved_matmul_inputs = true;
-  }
+  const bool fp8 = feat.optional_bool("fp8").value_or(false);
+  if (fp8 && vc.framework == "megatron") vc.run.options.fp8_saved_matmul_inputs = true;
+  vc.run.options.fp8_linears = fp8;
+  vc.run.options.torch_compile = feat.optional_bool("torch_compile").value_or(false);
 
   // Strategy.
   const Fields s(c.raw("strategy"), src, "strategy");

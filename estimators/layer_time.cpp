@@ -13,7 +13,37 @@ double kernel_time(const Device& d, double eta_fw, double F) {
   return F / (eta * d.peak_flops) + d.kernel_overhead / eta;
 }
 
+KernelScales kernel_scales(const Run& run, const Strategy& s) {
+  const FrameworkProfile& p = run.profile;
+  const double base = p.eta_fw;
+  KernelScales k;
+  k.other = base;
+  k.linear = base * (run.options.fp8_linears ? p.fp8_gemm_speedup : 1.0);
+  k.core = base * p.eta_core * (s.cp > 1 ? p.cp_core_scale : 1.0);
+  return k;
+}
+
 namespace {
+
+// Bytes per token of the elementwise ops of a layer on one device: two norms (read and write h),
+// two residual adds (read 2h, write h) over the SP shard, rotary on q and k, and the activation
+// (read n_up·f, write f) over the TP shard.
+double elementwise_bytes(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, double rho) {
+  const double ba = run.options.beta_a, h = static_cast<double>(m.hidden);
+  const double sigma = static_cast<double>(s.sigma()), tp = static_cast<double>(s.tp);
+  const double n_up = m.gated ? 2 : 1;
+  double bytes = (2 * 2 * h + 2 * 3 * h) * ba / sigma;
+  const double qk = static_cast<double>((m.heads + (m.attention == AttentionKind::mla ? m.heads : m.kv_heads)) *
+                                        (m.attention == AttentionKind::mla ? m.qk_rope_dim : m.head_dim));
+  bytes += 2 * qk * ba / tp;
+  if (ffn == FfnKind::dense) {
+    bytes += (n_up + 1) * static_cast<double>(m.ffn) * ba / tp;
+  } else {
+    const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
+    bytes += ((n_up + 1) * static_cast<double>(m.top_k) * rho * static_cast<double>(m.expert_ffn) + (n_up + 1) * fsh) * ba / tp;
+  }
+  return bytes;
+}
 
 // ρ_core: backward/forward FLOP ratio of the attention core (§7.1).
 double core_backward_ratio(const Run& run) { return run.flash_attention ? 2.5 : 2.0; }
@@ -29,7 +59,7 @@ bool runs_hyperparallel(const Run& run) {
 LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Strategy& s, FfnKind ffn) {
   LayerTime t;
   const RunOptions& o = run.options;
-  const double eta_fw = run.profile.eta_fw;
+  const KernelScales eta = kernel_scales(run, s);
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
   const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
   const LayerFlops flops = layer_flops(m, ffn, b * seq, seq, b, rho);
@@ -39,11 +69,12 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
   for (std::size_t i = 0; i < flops.count; ++i) {
     const FlopOp& op = flops.ops[i];
     const double F = op.flops / shards;
-    const double f = kernel_time(d, eta_fw, F);
+    const bool core = op.role == OpRole::core;
+    const double f = kernel_time(d, core ? eta.core : eta.linear, F);
     t.forward += f;
-    if (op.role == OpRole::core) {
+    if (core) {
       t.core_forward = f;
-      t.backward += kernel_time(d, eta_fw, core_backward_ratio(run) * F);
+      t.backward += kernel_time(d, eta.core, core_backward_ratio(run) * F);
     } else {
       t.backward += 2 * f;   // input gradient and weight gradient
       t.weight_grad += f;
@@ -51,6 +82,16 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
     if (op.role == OpRole::attention_proj || op.role == OpRole::attention_up) att_proj_f += f;
     if (op.role == OpRole::attention_up) up_f += f;
     if (op.role == OpRole::ffn_proj) ffn_proj_f += f;
+  }
+
+  // §7.3 option `elementwise`: memory-bound bytes of norms, rotary, activation and residual adds
+  // (read and written once in forward, twice in backward), at the framework's HBM passes.
+  if (run.profile.elementwise) {
+    const double passes = o.torch_compile ? run.profile.compiled_elementwise_passes : run.profile.eager_elementwise_passes;
+    const double bytes = elementwise_bytes(m, run, s, ffn, rho) * b * seq / static_cast<double>(s.cp) * passes;
+    const double t_e = bytes / (d.eta_hbm * d.hbm_bandwidth);
+    t.forward += t_e;
+    t.backward += 2 * t_e;
   }
 
   // Recompute (§7.2): full repeats the forward; selective repeats what its switches drop.
@@ -113,7 +154,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
         const double S_kv = b * (seq / static_cast<double>(cp_r)) * (kv_tp / static_cast<double>(cp_u)) * (d_qk + d_v) * beta_a;
         const double hops = static_cast<double>(cp_r - 1);
         const double hide = hops / static_cast<double>(cp_r);
-        const double core_b = kernel_time(d, eta_fw, core_backward_ratio(run) * flops_core(flops) / shards);
+        const double core_b = kernel_time(d, eta.core, core_backward_ratio(run) * flops_core(flops) / shards);
         fwd += std::max(0.0, hops * point_to_point(d, ring.inside_node, S_kv) - hide * t.core_forward);
         bwd += std::max(0.0, hops * point_to_point(d, ring.inside_node, 2 * S_kv) - hide * core_b);
       }

@@ -14,8 +14,16 @@ namespace meshfit {
 // kernel (§7.3); 0 for no work.
 double kernel_time(const Device& d, double eta_fw, double flops);
 
+// The efficiency scales (on η_max) of a run's kernels: GEMMs of the body's linear layers, the
+// attention core, and other GEMMs (logits, router of the output side), from the framework profile
+// and the run's kernel features.
+struct KernelScales {
+  double linear = 1, core = 1, other = 1;
+};
+KernelScales kernel_scales(const Run& run, const Strategy& s);
+
 struct LayerTime {
-  double forward = 0, backward = 0, weight_grad = 0;  // compute
+  double forward = 0, backward = 0, weight_grad = 0;  // compute (elementwise time included)
   double core_forward = 0;                            // the attention core's forward kernel
   double recompute[3] = {0, 0, 0};                    // compute added per recompute mode
   // Exposed communication, forward + backward, and the forward part a recompute repeats.

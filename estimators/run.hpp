@@ -42,6 +42,16 @@ struct FrameworkProfile {
   bool account_embedding = false;
   bool account_loss = false;
   double loss_transient_bytes = 6;  // memory-model.md §2.4, per vocabulary entry per token
+  // Kernel efficiency of the framework's kernels beyond η_fw (search-and-time.md §7.3, §7.11),
+  // calibrated on measured throughput (data/frameworks/*.yaml says on which cases):
+  double eta_core = 1.0;          // attention-core kernels relative to GEMMs (FlashAttention-2 via SDPA < cuBLAS)
+  double cp_core_scale = 1.0;     // attention core under context parallelism (the framework's ring implementation)
+  // Memory-bound elementwise ops (norms, rotary, activation, residual; §7.3's option): off
+  // means η_max absorbs them; otherwise HBM passes per byte of the census, eager and compiled.
+  bool elementwise = false;
+  double eager_elementwise_passes = 1.0;
+  double compiled_elementwise_passes = 1.0;
+  double fp8_gemm_speedup = 1.0;  // FP8 linear GEMMs against bf16, net of the casts
 };
 
 // Selective-recompute op switches (memory-model.md §7.5): true keeps the op's bytes, false drops
@@ -100,6 +110,9 @@ struct RunOptions {
   // FP8 (§6.2, §7.4.7).
   double fp8_weight_cache_bytes = 0;
   bool fp8_saved_matmul_inputs = false;
+  // Kernel features the time model prices through the framework profile's speedups.
+  bool torch_compile = false;  // the model runs under torch.compile
+  bool fp8_linears = false;    // the body's linear layers run in FP8 (the output head stays bf16)
 };
 
 struct Run {

@@ -33,7 +33,7 @@ TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& clu
   const RunOptions& o = run.options;
   const PipelineLayout layout = make_layout(m, run, s);
   const std::int64_t nv = s.virtual_stages();
-  const double eta_fw = run.profile.eta_fw;
+  const KernelScales eta = kernel_scales(run, s);
   const double h = static_cast<double>(m.hidden), tp = static_cast<double>(s.tp);
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
   const double n_tok = b * seq, shards = static_cast<double>(s.tp * s.cp);
@@ -42,8 +42,8 @@ TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& clu
   const LayerTime dense = layer_time(m, run, d, s, FfnKind::dense);
   const LayerTime moe = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : dense;
   auto times = [&](FfnKind f) -> const LayerTime& { return f == FfnKind::moe ? moe : dense; };
-  const double logits_f = kernel_time(d, eta_fw, logits_flops(m, n_tok, v_pad) / shards);
-  const double eh_f = kernel_time(d, eta_fw, mtp_projection_flops(m, n_tok) / shards);
+  const double logits_f = kernel_time(d, eta.other, logits_flops(m, n_tok, v_pad) / shards);
+  const double eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
 
   // PP hops (§7.5): inside a node only if the whole pipeline group is.
   const std::int64_t world = s.world();

@@ -18,6 +18,14 @@ bool close(double actual, double printed, int decimals = -1) {
   return decimals >= 0 && std::fabs(actual - printed) <= 0.5 * std::pow(10.0, -decimals) + 1e-12;
 }
 TimeReport timing(const test::Case& c) { return estimate_step_time(c.model, c.run, c.cluster, c.strategy); }
+// Documented departure: the torchtitan profile carries kernel efficiencies calibrated on measured
+// runs; the spec's examples use §7.1's defaults (η_fw = 1, no elementwise term).
+void neutral_kernels(Run& run) {
+  run.profile.eta_fw = 1;
+  run.profile.eta_core = 1;
+  run.profile.cp_core_scale = 1;
+  run.profile.elementwise = false;
+}
 }  // namespace
 
 #define CHECK_CLOSE(actual, printed) CHECK_MESSAGE(close((actual), (printed)), (actual) << " vs " << (printed))
@@ -29,6 +37,7 @@ TEST_CASE("E1: Llama-3.1-8B, FSDP on 8 x H100-96GB (torchtitan, hyperparallel se
                      "dp=8,tp=1,sp=false,pp=1,vpp=1,cp=1,ep=1,etp=1,zero=3,shard_group=8,recompute=selective,mbs=2,m=1",
                      "torchtitan", "h100-96gb");
   c.run.options.switches = RecomputeSwitches::hyperparallel();
+  neutral_kernels(c.run);
   const LayerTime l = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
   CHECK_CLOSE(l.forward * 1e3, 11.9187);
   CHECK_CLOSE(l.backward * 1e3, 24.6300);
@@ -146,9 +155,10 @@ TEST_CASE("E6: Llama-3.1-8B, plain DDP across 2 nodes of 8 x A100-80GB") {
 }
 
 TEST_CASE("E7: Llama-3.1-8B at 128k, Ulysses cp 8 x FSDP on 32 x B200") {
-  const auto c = make_case("llama-3.1-8b", 32, 131072, 4,
+  auto c = make_case("llama-3.1-8b", 32, 131072, 4,
                            "dp=4,tp=1,sp=false,pp=1,vpp=1,cp=8,cp_algo=ulysses,ep=1,etp=1,zero=3,shard_group=32,recompute=full,mbs=1,m=1",
                            "torchtitan", "b200-192gb");
+  neutral_kernels(c.run);
   const LayerTime l = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
   CHECK_CLOSE(l.forward * 1e3, 15.7145);
   CHECK_CLOSE(l.backward * 1e3, 37.0123);

@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include "estimator_fixture.hpp"
+#include "estimators/layer_time.hpp"
 #include "estimators/step_time.hpp"
 
 using namespace meshfit;
@@ -58,4 +59,30 @@ TEST_CASE("the step time is the same from every thread") {
   std::vector<double> steps(64);
   tbb::parallel_for(std::size_t{0}, steps.size(), [&](std::size_t k) { steps[k] = timing(c).step; });
   for (double t : steps) CHECK(t == ref);
+}
+
+TEST_CASE("the elementwise term prices norms, residuals, rotary and SwiGLU as HBM traffic") {
+  // Llama-3.1-8B, tp 1, per token: norms 2·2h and residuals 2·3h at 2 bytes (81,920), rotary on
+  // (32 + 8)·128 q/k elements read and written (20,480), SwiGLU reading 2f and writing f (86,016):
+  // 188,416 bytes, once forward and twice backward, at η_hbm·B_hbm.
+  auto c = make_case("llama-3.1-8b", 8, 8192, 8, "dp=8,zero=3,mbs=1");
+  c.run.profile.elementwise = false;
+  const LayerTime off = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
+  c.run.profile.elementwise = true;
+  c.run.profile.eager_elementwise_passes = 1;
+  const LayerTime on = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
+  const double expected = 188'416.0 * 8192 / (0.8 * 3350e9);
+  CHECK(std::fabs((on.forward - off.forward) - expected) <= 1e-12);
+  CHECK(std::fabs((on.backward - off.backward) - 2 * expected) <= 1e-12);
+}
+
+TEST_CASE("torch.compile and FP8 linears only ever shorten the step under the torchtitan profile") {
+  auto c = make_case("llama-3.1-70b", 256, 8192, 512, "tp=8,sp=true,zero=3,recompute=full,mbs=16", "torchtitan");
+  const double eager = timing(c).step;
+  c.run.options.torch_compile = true;
+  const double compiled = timing(c).step;
+  c.run.options.fp8_linears = true;
+  const double fp8 = timing(c).step;
+  CHECK(compiled < eager);
+  CHECK(fp8 < compiled);
 }
