@@ -1,5 +1,5 @@
-// Nanoseconds per memory estimate (issue 3's figure: aim under 1 µs for a dense model without
-// the interleaved simulation). Prints figures; never fails a build.
+// Nanoseconds per memory estimate (issue 3: aim under 1 µs for a dense model without the
+// interleaved simulation) and per step-time estimate (issue 4). Prints figures; never fails a build.
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -9,6 +9,7 @@
 #include "engine/run_config.hpp"
 #include "engine/strategy_string.hpp"
 #include "estimators/memory_model.hpp"
+#include "estimators/step_time.hpp"
 
 namespace {
 
@@ -55,7 +56,26 @@ void BM_DeepSeekV3_pp16(benchmark::State& state) {
   run_case(state, in);
 }
 
+void BM_StepTime_Llama70B_pp4_interleaved(benchmark::State& state) {
+  static const Inputs in = make("llama-3.1-70b", 64, 8192, 512, "tp=8,sp=true,pp=4,vpp=5,zero=1,recompute=selective");
+  for (auto _ : state) {
+    auto report = meshfit::estimate_step_time(in.model, in.run, in.cluster, in.strategy);
+    benchmark::DoNotOptimize(report.step);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+void BM_StepTime_DeepSeekV3_pp16(benchmark::State& state) {
+  static const Inputs in = make("deepseek-v3", 1024, 4096, 2048, "tp=2,sp=true,pp=16,ep=64,zero=1,recompute=full");
+  for (auto _ : state) {
+    auto report = meshfit::estimate_step_time(in.model, in.run, in.cluster, in.strategy);
+    benchmark::DoNotOptimize(report.step);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 BENCHMARK(BM_Llama70B_pp1);
+BENCHMARK(BM_StepTime_Llama70B_pp4_interleaved);
+BENCHMARK(BM_StepTime_DeepSeekV3_pp16);
 BENCHMARK(BM_Llama70B_pp4_1f1b);
 BENCHMARK(BM_Llama70B_pp4_interleaved);
 BENCHMARK(BM_DeepSeekV3_pp16);
