@@ -13,6 +13,7 @@
 #include "engine/strategy_string.hpp"
 #include "estimators/memory_model.hpp"
 #include "estimators/strategy_rules.hpp"
+#include <map>
 
 namespace meshfit::test {
 

@@ -1,0 +1,64 @@
+// The strategy space of shared/spec/search-and-time.md §2: free domains per dimension, user pins
+// (§2.3), the validity rules in table order (hard rules §3.1, then policies §3.2).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "estimators/device.hpp"
+#include "estimators/model.hpp"
+#include "estimators/run.hpp"
+#include "estimators/strategy.hpp"
+#include "estimators/strategy_rules.hpp"
+#include "search/policies.hpp"
+
+namespace meshfit {
+
+// Values the user restricted a dimension to; empty = free.
+struct Pins {
+  std::vector<std::int64_t> tp, cp, pp, vpp, ep, etp, zero, shard_group, micro_batch;
+  std::vector<bool> sp;
+  std::vector<CpAlgo> cp_algo;
+  std::vector<Schedule> schedule;
+  std::vector<Recompute> recompute;
+  std::uint32_t given() const;  // Dim bits of the pinned dimensions (dp counts given with tp, cp, pp)
+};
+
+// The first failing rule of a candidate: a hard rule, or a policy (histogram slot).
+struct RuleSlot {
+  bool policy = false;
+  HardRule hard = HardRule::ok;
+  Policy soft = Policy::tp_in_node;
+};
+inline constexpr std::size_t kRuleSlots = 27 + kPolicyCount;  // HardRule values incl. ok, then policies
+std::size_t slot_index(const RuleSlot& r);
+std::string slot_name(std::size_t index);
+
+struct SearchSpace {
+  const Model* model = nullptr;
+  const Run* run = nullptr;
+  const Cluster* cluster = nullptr;
+  Pins pins;
+  PolicySet policies;
+
+  // Ordered (tp, cp, pp) triples whose product divides N, within the pins (the parallel split).
+  std::vector<std::array<std::int64_t, 3>> triples() const;
+  // Enumerates every canonical candidate of a triple; for fixed other values the micro-batch size
+  // rises. `visit(strategy, first)` gets derived fields filled (m = 0 when gb mod dp·b ≠ 0) and
+  // first = true at the start of each run over b.
+  template <class Visit>
+  void for_each(const std::array<std::int64_t, 3>& triple, Visit&& visit) const;
+  // The first failing rule in table order, or nullopt for a valid candidate.
+  std::optional<RuleSlot> first_failure(const Strategy& s) const;
+  // Throws std::invalid_argument naming a pinned value outside its free domain.
+  void check_pins() const;
+
+  std::vector<std::int64_t> micro_batches() const;  // divisors of gb (ruling 2), within the pins
+};
+
+std::vector<std::int64_t> divisors(std::int64_t n);
+
+}  // namespace meshfit
+
+#include "search/search_space_enumerate.hpp"

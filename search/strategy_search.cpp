@@ -1,0 +1,174 @@
+#include "search/strategy_search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
+
+#include "estimators/memory_model.hpp"
+#include "estimators/step_time.hpp"
+#include "search/strategy_key.hpp"
+
+namespace meshfit {
+
+bool score_less(const ScoredStrategy& a, const ScoredStrategy& b) {
+  if (a.time_ns != b.time_ns) return a.time_ns < b.time_ns;
+  if (a.mem != b.mem) return a.mem < b.mem;
+  return key_less(a.strategy, b.strategy);
+}
+
+std::vector<ScoredStrategy> pareto_front(std::vector<ScoredStrategy> fitting) {
+  std::sort(fitting.begin(), fitting.end(), [](const ScoredStrategy& a, const ScoredStrategy& b) {
+    if (a.mem != b.mem) return a.mem < b.mem;
+    if (a.time_ns != b.time_ns) return a.time_ns < b.time_ns;
+    return key_less(a.strategy, b.strategy);
+  });
+  std::vector<ScoredStrategy> front;
+  std::int64_t t_best = INT64_MAX;
+  for (const auto& x : fitting) {
+    if (x.time_ns < t_best) {
+      front.push_back(x);
+      t_best = x.time_ns;
+    } else if (x.time_ns == t_best && !front.empty() && x.mem == front.back().mem) {
+      front.push_back(x);  // an exact tie with the previous front point
+    }
+  }
+  std::sort(front.begin(), front.end(), score_less);
+  return front;
+}
+
+namespace {
+
+bool dominates(const ScoredStrategy& x, const ScoredStrategy& y) {
+  return x.mem <= y.mem && x.time_ns <= y.time_ns && (x.mem < y.mem || x.time_ns < y.time_ns);
+}
+
+// One task's results; merged pairwise by parallel_reduce.
+struct Partial {
+  std::vector<ScoredStrategy> front;  // this task's non-dominated fitting strategies
+  std::vector<ScoredStrategy> top;    // sorted by score_less, at most k
+  std::int64_t enumerated = 0, valid = 0, fitting = 0, estimated = 0;
+  std::array<std::int64_t, kRuleSlots> histogram{};
+  std::optional<ScoredStrategy> closest;
+  std::size_t k = 10;
+
+  void add_fitting(const ScoredStrategy& x) {
+    add_front_only(x);
+    add_top(x);
+  }
+  void add_top(const ScoredStrategy& x) {
+    if (top.size() < k || score_less(x, top.back())) {
+      top.insert(std::upper_bound(top.begin(), top.end(), x, score_less), x);
+      if (top.size() > k) top.pop_back();
+    }
+  }
+  void consider_closest(const ScoredStrategy& x) {
+    if (!closest || x.mem < closest->mem || (x.mem == closest->mem && key_less(x.strategy, closest->strategy))) closest = x;
+  }
+  void join(const Partial& o) {
+    enumerated += o.enumerated;
+    valid += o.valid;
+    fitting += o.fitting;
+    estimated += o.estimated;
+    for (std::size_t i = 0; i < kRuleSlots; ++i) histogram[i] += o.histogram[i];
+    for (const auto& x : o.front) add_front_only(x);
+    for (const auto& x : o.top) add_top(x);
+    if (o.closest) consider_closest(*o.closest);
+  }
+  void add_front_only(const ScoredStrategy& x) {
+    for (const auto& y : front) {
+      if (dominates(y, x)) return;
+    }
+    front.erase(std::remove_if(front.begin(), front.end(), [&](const ScoredStrategy& y) { return dominates(x, y); }),
+                front.end());
+    front.push_back(x);
+  }
+};
+
+}  // namespace
+
+SearchResult run_search(const SearchSpace& space, const SearchOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto triples = space.triples();
+  const Model& m = *space.model;
+  const Run& run = *space.run;
+  const Cluster& cluster = *space.cluster;
+  const double budget = cluster.device.capacity - options.headroom_bytes;
+  std::atomic<std::size_t> done{0};
+  std::atomic<bool> interrupted{false};
+
+  Partial init;
+  init.k = options.top_k;
+  const Partial total = tbb::parallel_reduce(
+      tbb::blocked_range<std::size_t>(0, triples.size(), 1), init,
+      [&](const tbb::blocked_range<std::size_t>& range, Partial acc) {
+        for (std::size_t t = range.begin(); t != range.end(); ++t) {
+          if (options.stop && options.stop->load()) {
+            interrupted = true;
+            break;
+          }
+          bool b_run_failed = false;
+          space.for_each(triples[t], [&](const Strategy& s, bool first) {
+            if (first) b_run_failed = false;
+            ++acc.enumerated;
+            if (const auto failure = space.first_failure(s)) {
+              ++acc.histogram[slot_index(*failure)];
+              return;
+            }
+            ++acc.valid;
+            // At fixed other values the peak is non-decreasing in b (memory-model.md §15), so
+            // once a b does not fit, no larger b does: count them without estimating.
+            if (options.prune && b_run_failed) return;
+            ++acc.estimated;
+            const MemoryReport mem = estimate_memory(m, run, cluster, s, options.headroom_bytes);
+            ScoredStrategy x;
+            x.strategy = s;
+            x.peak_bytes = mem.peak;
+            x.mem = static_cast<std::int64_t>(std::ceil(mem.peak));
+            x.peak_stage = mem.peak_stage;
+            if (!mem.fits) {
+              b_run_failed = true;
+              acc.consider_closest(x);
+              return;
+            }
+            const TimeReport time = estimate_step_time(m, run, cluster, s);
+            x.step_s = time.step;
+            x.time_ns = std::llround(time.step * 1e9);
+            x.tokens_per_sec_per_device = time.tokens_per_sec_per_device;
+            x.mfu = time.mfu;
+            ++acc.fitting;
+            acc.add_fitting(x);
+          });
+          const std::size_t n = ++done;
+          if (options.progress) options.progress(n, triples.size());
+        }
+        return acc;
+      },
+      [](Partial a, const Partial& b) {
+        a.join(b);
+        return a;
+      });
+
+  SearchResult r;
+  r.budget = budget;
+  r.front = pareto_front(total.front);
+  r.top = total.top;
+  for (auto& x : r.top) {
+    x.dominated = std::none_of(r.front.begin(), r.front.end(), [&](const ScoredStrategy& f) {
+      return f.mem == x.mem && f.time_ns == x.time_ns && !key_less(f.strategy, x.strategy) && !key_less(x.strategy, f.strategy);
+    });
+  }
+  r.enumerated = total.enumerated;
+  r.valid = total.valid;
+  r.fitting = total.fitting;
+  r.estimated = total.estimated;
+  r.histogram = total.histogram;
+  if (r.fitting == 0) r.closest = total.closest;
+  r.interrupted = interrupted.load();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace meshfit

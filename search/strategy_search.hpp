@@ -1,0 +1,52 @@
+// The search: every candidate of the space checked against the rules, the valid ones scored with
+// the memory and step-time models in parallel (oneTBB), the fitting ones reduced to the Pareto
+// front and the top-k (shared/spec/search-and-time.md §6). Memory stays bounded by the front and k.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "search/search_space.hpp"
+
+namespace meshfit {
+
+struct ScoredStrategy {
+  Strategy strategy;
+  std::int64_t mem = 0;      // ⌈M_peak⌉ in bytes (§6.3)
+  std::int64_t time_ns = 0;  // llround(T·10^9)
+  double peak_bytes = 0;
+  std::int64_t peak_stage = 0;
+  double step_s = 0, tokens_per_sec_per_device = 0, mfu = 0;
+  bool dominated = false;    // in top-k: not on the front
+};
+
+struct SearchResult {
+  double budget = 0;
+  std::vector<ScoredStrategy> front;  // sorted by (time, mem, key)
+  std::vector<ScoredStrategy> top;    // the k fastest fitting, (time, mem, key)
+  std::int64_t enumerated = 0, valid = 0, fitting = 0, estimated = 0;
+  std::array<std::int64_t, kRuleSlots> histogram{};
+  std::optional<ScoredStrategy> closest;  // smallest peak among valid strategies (when none fits)
+  double seconds = 0;
+  bool interrupted = false;
+};
+
+struct SearchOptions {
+  std::size_t top_k = 10;
+  bool prune = true;          // skip estimating larger b once a b does not fit (provably same output)
+  double headroom_bytes = 0;
+  const std::atomic<bool>* stop = nullptr;         // set by a signal handler: finish early, marked
+  std::function<void(std::size_t, std::size_t)> progress;  // (triples done, triples) from any thread
+};
+
+bool score_less(const ScoredStrategy& a, const ScoredStrategy& b);  // (time, mem, key)
+// §6.3's sweep over fitting strategies: the non-dominated ones, exact ties kept.
+std::vector<ScoredStrategy> pareto_front(std::vector<ScoredStrategy> fitting);
+
+SearchResult run_search(const SearchSpace& space, const SearchOptions& options);
+
+}  // namespace meshfit
