@@ -16,7 +16,7 @@ namespace meshfit {
 
 namespace {
 
-using Command = std::function<int(const std::vector<std::string>&, std::ostream&)>;
+using Command = std::function<int(const std::vector<std::string>&, std::ostream&, std::ostream&)>;
 
 struct CommandInfo {
   Command run;
@@ -29,6 +29,7 @@ const std::map<std::string, CommandInfo>& commands() {
       {"devices", {command_devices, "list the bundled device presets"}},
       {"show", {command_show, "the resolved model: dims, layer kinds, parameter counts by part"}},
       {"estimate", {command_estimate, "per-stage, per-term peak memory of one strategy"}},
+      {"search", {command_search, "every strategy scored; the Pareto front of those that fit"}},
       {"validate", {command_validate, "estimate measured cases and compare (median error, worst misses)"}},
   };
   return table;
@@ -70,7 +71,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return kExitBadInput;
   }
   try {
-    return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()), out);
+    return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   } catch (const UsageError& e) {
     err << e.what() << '\n';
     return kExitBadInput;

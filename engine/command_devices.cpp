@@ -12,7 +12,7 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 }
 
-int command_devices(const std::vector<std::string>& args, std::ostream& out) {
+int command_devices(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
   CommonFlags common;
   po::options_description desc("Usage: meshfit devices [--format table|json]\n\nLists the bundled device presets.\nOptions");
   add_common_options(desc, common);

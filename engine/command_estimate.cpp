@@ -147,7 +147,7 @@ void write_json(const Strategy& s, const MemoryReport& r, const TimeReport& t, s
 
 }  // namespace
 
-int command_estimate(const std::vector<std::string>& args, std::ostream& out) {
+int command_estimate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CommonFlags common;
   ClusterFlags cluster_flags;
   RunFlags run_flags;
@@ -184,7 +184,7 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out) {
                          " tokens per CP rank, this run has " + fixed(tokens, 0) + "; its bytes per token are used as measured");
     }
   }
-  for (const auto& w : warnings) std::cerr << "meshfit estimate: warning: " << w << '\n';
+  for (const auto& w : warnings) err << "meshfit estimate: warning: " << w << '\n';
   const double headroom = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
   const MemoryReport report = estimate_memory(model, run, cluster, s, headroom);
   const TimeReport timing = estimate_step_time(model, run, cluster, s);

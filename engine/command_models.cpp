@@ -9,7 +9,7 @@
 
 namespace meshfit {
 
-int command_models(const std::vector<std::string>& args, std::ostream& out) {
+int command_models(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
   CommonFlags common;
   po::options_description desc("Usage: meshfit models [--format table|json]\n\nLists the bundled model presets.\nOptions");
   add_common_options(desc, common);

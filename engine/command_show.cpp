@@ -145,7 +145,7 @@ void write_table(const Model& m, std::ostream& out) {
 
 }  // namespace
 
-int command_show(const std::vector<std::string>& args, std::ostream& out) {
+int command_show(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
   CommonFlags common;
   std::string model_spec;
   po::options_description desc(

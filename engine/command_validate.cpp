@@ -59,7 +59,7 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-int command_validate(const std::vector<std::string>& args, std::ostream& out) {
+int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
   CommonFlags common;
   std::string file;
   po::options_description desc(

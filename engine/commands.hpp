@@ -1,5 +1,5 @@
-// One function per subcommand. Each parses its own flags, writes results to `out`, returns an
-// exit code, and throws InputError / UsageError for bad input (run_cli maps them to exit 2).
+// One function per subcommand. Each parses its own flags, writes results to `out` and
+// diagnostics (warnings, "nothing fits") to `err`, returns an exit code, and throws InputError / UsageError for bad input (run_cli maps them to exit 2).
 #pragma once
 
 #include <ostream>
@@ -8,10 +8,11 @@
 
 namespace meshfit {
 
-int command_models(const std::vector<std::string>& args, std::ostream& out);
-int command_devices(const std::vector<std::string>& args, std::ostream& out);
-int command_show(const std::vector<std::string>& args, std::ostream& out);
-int command_estimate(const std::vector<std::string>& args, std::ostream& out);
-int command_validate(const std::vector<std::string>& args, std::ostream& out);
+int command_models(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int command_devices(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int command_show(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int command_estimate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int command_search(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace meshfit

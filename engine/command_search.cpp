@@ -1,0 +1,274 @@
+// `meshfit search`: every strategy for a cluster, scored in parallel, the Pareto-feasible ones out
+// (shared/spec/cli.md, search-and-time.md §6).
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+#include <tbb/global_control.h>
+
+#include "engine/cli_options.hpp"
+#include "engine/commands.hpp"
+#include "engine/device_config.hpp"
+#include "engine/input_error.hpp"
+#include "engine/json_writer.hpp"
+#include "engine/memory_terms.hpp"
+#include "engine/model_config.hpp"
+#include "engine/strategy_string.hpp"
+#include "engine/text_format.hpp"
+#include "engine/yaml_fields.hpp"
+#include "search/strategy_search.hpp"
+
+namespace meshfit {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_interrupt(int) { g_stop = true; }
+
+// "8", "1,2,4": a list of positive integers for a pinned dimension.
+std::vector<std::int64_t> int_list(const std::string& flag, const std::string& text, std::int64_t min = 1) {
+  std::vector<std::int64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto v = parse_integer(item);
+    if (!v || *v < min) throw InputError("command line", flag, "expected a comma-separated list of integers >= " + std::to_string(min) + ", got '" + text + "'");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> name_list(const std::string& flag, const std::string& text,
+                         const std::vector<std::pair<std::string, T>>& names) {
+  std::vector<T> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto it = std::find_if(names.begin(), names.end(), [&](const auto& p) { return p.first == item; });
+    if (it == names.end()) {
+      std::string all;
+      for (const auto& p : names) all += (all.empty() ? "" : ", ") + p.first;
+      throw InputError("command line", flag, "expected one or more of " + all + ", got '" + item + "'");
+    }
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+void write_record_json(JsonWriter& j, const ScoredStrategy& x) {
+  j.begin_object().key("strategy");
+  write_strategy_json(j, x.strategy);
+  j.field("peak_memory_gib", x.peak_bytes / kGiB).field("peak_stage", x.peak_stage).field("step_time_s", x.step_s)
+      .field("tokens_per_sec_per_device", x.tokens_per_sec_per_device).field("mfu", x.mfu);
+  j.end_object();
+}
+
+void write_json(const SearchResult& r, std::ostream& out) {
+  JsonWriter j(out);
+  j.begin_object().field("budget_gib", r.budget / kGiB);
+  j.key("front").begin_array();
+  for (const auto& x : r.front) write_record_json(j, x);
+  j.end_array().key("top").begin_array();
+  for (const auto& x : r.top) write_record_json(j, x);
+  j.end_array();
+  j.key("counts").begin_object().field("enumerated", r.enumerated).field("valid", r.valid)
+      .field("fitting", r.fitting).field("front", static_cast<std::int64_t>(r.front.size())).end_object();
+  j.key("rejected_by").begin_object();
+  for (std::size_t i = 0; i < kRuleSlots; ++i) {
+    if (r.histogram[i] > 0) j.field(slot_name(i), r.histogram[i]);
+  }
+  j.end_object();
+  j.field("interrupted", r.interrupted).field("seconds", r.seconds).end_object();
+  out << '\n';
+}
+
+void write_csv(const SearchResult& r, std::ostream& out) {
+  out << "set,strategy,peak_memory_gib,peak_stage,step_time_s,tokens_per_sec_per_device,mfu\n";
+  auto row = [&](const char* set, const ScoredStrategy& x) {
+    out << set << ",\"" << strategy_to_string(x.strategy) << "\"," << fixed(x.peak_bytes / kGiB, 4) << ','
+        << x.peak_stage << ',' << fixed(x.step_s, 6) << ',' << fixed(x.tokens_per_sec_per_device, 2) << ','
+        << fixed(x.mfu, 4) << '\n';
+  };
+  for (const auto& x : r.front) row("front", x);
+  for (const auto& x : r.top) row("top", x);
+}
+
+void write_records(const std::vector<ScoredStrategy>& xs, bool flag_dominated, std::ostream& out) {
+  TextTable t;
+  t.row({"strategy", "step s", "peak GiB", "stage", "tok/s/dev", "MFU", ""});
+  for (const auto& x : xs) {
+    t.row({strategy_to_string(x.strategy), fixed(x.step_s, 3), fixed(x.peak_bytes / kGiB, 2),
+           std::to_string(x.peak_stage), fixed(x.tokens_per_sec_per_device, 0), fixed(100 * x.mfu, 1) + "%",
+           flag_dominated && x.dominated ? "dominated" : ""});
+  }
+  t.print(out, "  ");
+}
+
+void write_table(const Model& m, const Cluster& c, const Run& run, const SearchResult& r, std::ostream& out) {
+  out << "search " << m.name << " on " << c.devices << " x " << c.device.name << ", seq " << run.seq
+      << ", global batch " << run.global_batch << "; budget " << fixed(r.budget / kGiB, 2) << " GiB per device\n";
+  if (r.interrupted) out << "INTERRUPTED: the results below cover only the part of the space searched\n";
+  out << "\nPareto front (" << r.front.size() << "), fastest first:\n";
+  write_records(r.front, false, out);
+  out << "\ntop " << r.top.size() << " fastest fitting:\n";
+  write_records(r.top, true, out);
+  out << "\nenumerated " << with_commas(r.enumerated) << ", valid " << with_commas(r.valid) << ", fitting "
+      << with_commas(r.fitting) << ", on the front " << r.front.size() << "; " << fixed(r.seconds, 2) << " s\n";
+  std::vector<std::pair<std::int64_t, std::size_t>> rules;
+  for (std::size_t i = 0; i < kRuleSlots; ++i) {
+    if (r.histogram[i] > 0) rules.emplace_back(r.histogram[i], i);
+  }
+  std::sort(rules.begin(), rules.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  out << "rejected by:";
+  for (const auto& [n, i] : rules) out << "  " << slot_name(i) << " " << with_commas(n);
+  out << '\n';
+}
+
+}  // namespace
+
+int command_search(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CommonFlags common;
+  ClusterFlags cluster_flags;
+  RunFlags run_flags;
+  std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, policies;
+  std::size_t top = 10;
+  int threads = 0;
+  bool no_prune = false;
+  po::options_description desc(
+      "Usage: meshfit search --model M --device D --devices N --seq S --global-batch B [pins] [options]\n\n"
+      "Enumerates every valid strategy, estimates memory and step time, and prints the Pareto front\n"
+      "(peak memory vs step time) of those that fit, the fastest ones, and counts. Exit 0 when\n"
+      "something fits, 1 when nothing does, 2 on bad input.\nOptions");
+  add_cluster_options(desc, cluster_flags);
+  desc.add_options()
+      ("tp", po::value(&tp), "pin tensor parallelism (list: 4,8)")
+      ("cp", po::value(&cp), "pin context parallelism")
+      ("pp", po::value(&pp), "pin pipeline stages")
+      ("vpp", po::value(&vpp), "pin model chunks per pipeline rank")
+      ("ep", po::value(&ep), "pin expert parallelism")
+      ("etp", po::value(&etp), "pin expert tensor parallelism")
+      ("zero", po::value(&zero), "pin ZeRO stages (0,1,2,3)")
+      ("shard-group", po::value(&shard_group), "pin ZeRO shard groups")
+      ("mbs", po::value(&mbs), "pin micro-batch sizes")
+      ("sp", po::value(&sp), "pin sequence parallelism: true, false or both")
+      ("cp-algo", po::value(&cp_algo), "ring, ulysses, hybrid, allgather")
+      ("schedule", po::value(&schedule), "1f1b, interleaved_1f1b, gpipe, zb_h1, dualpipev")
+      ("recompute", po::value(&recompute), "none, selective, full")
+      ("policies", po::value(&policies), "switch policies: tp_in_node=off,even_split=on,...")
+      ("top", po::value(&top)->default_value(10), "how many of the fastest fitting strategies to list")
+      ("threads", po::value(&threads)->default_value(0), "worker threads (default: all cores)")
+      ("no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)");
+  add_run_options(desc, run_flags);
+  desc.add_options()("format", po::value(&common.format)->default_value("table"), "table, json or csv")
+      ("help,h", po::bool_switch(&common.help), "show this help");
+  const auto parsed = parse_or_help("search", args, desc, common, out);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
+  const OutputFormat format = parse_format(common.format, {"table", "json", "csv"});
+  for (const char* required : {"model", "device", "devices"}) {
+    if (!vm.count(required)) throw UsageError(std::string("meshfit search: --") + required + " is required\nTry 'meshfit search --help'.");
+  }
+  collect_run_flags(vm, run_flags);
+  const Model model = load_model(cluster_flags.model);
+  const Cluster cluster = make_cluster(cluster_flags.device, cluster_flags.devices);
+  const Run run = make_run(run_flags, true);
+
+  SearchSpace space;
+  space.model = &model;
+  space.run = &run;
+  space.cluster = &cluster;
+  Pins& p = space.pins;
+  if (!tp.empty()) p.tp = int_list("--tp", tp);
+  if (!cp.empty()) p.cp = int_list("--cp", cp);
+  if (!pp.empty()) p.pp = int_list("--pp", pp);
+  if (!vpp.empty()) p.vpp = int_list("--vpp", vpp);
+  if (!ep.empty()) p.ep = int_list("--ep", ep);
+  if (!etp.empty()) p.etp = int_list("--etp", etp);
+  if (!zero.empty()) p.zero = int_list("--zero", zero, 0);
+  if (!shard_group.empty()) p.shard_group = int_list("--shard-group", shard_group);
+  if (!mbs.empty()) p.micro_batch = int_list("--mbs", mbs);
+  if (!sp.empty() && sp != "both") p.sp = name_list<bool>("--sp", sp, {{"true", true}, {"false", false}});
+  if (!cp_algo.empty()) {
+    p.cp_algo = name_list<CpAlgo>("--cp-algo", cp_algo, {{"ring", CpAlgo::ring}, {"ulysses", CpAlgo::ulysses},
+                                                         {"hybrid", CpAlgo::hybrid}, {"allgather", CpAlgo::allgather}});
+  }
+  if (!schedule.empty()) {
+    p.schedule = name_list<Schedule>("--schedule", schedule,
+                                     {{"1f1b", Schedule::one_f_one_b}, {"interleaved_1f1b", Schedule::interleaved_1f1b},
+                                      {"gpipe", Schedule::gpipe}, {"zb_h1", Schedule::zb_h1}, {"dualpipev", Schedule::dualpipev}});
+  }
+  if (!recompute.empty()) {
+    p.recompute = name_list<Recompute>("--recompute", recompute, {{"none", Recompute::none}, {"selective", Recompute::selective},
+                                                                  {"full", Recompute::full}});
+  }
+  if (!policies.empty()) {
+    std::stringstream in(policies);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      const auto eq = item.find('=');
+      const auto pol = policy_by_name(item.substr(0, eq));
+      const std::string state = eq == std::string::npos ? "" : item.substr(eq + 1);
+      if (!pol || (state != "on" && state != "off")) {
+        throw InputError("command line", "--policies", "expected name=on|off with names tp_in_node, tpcp_in_node, ep_in_node, powers_of_two, sp_with_tp, even_split, m_ge_pp, kv_heads_divisible, ulysses_kv_divisible, cp_min_tokens, hsdp_candidates, full_recompute_all, megatron_target; got '" + item + "'");
+      }
+      space.policies.on[static_cast<std::size_t>(*pol)] = state == "on";
+    }
+  }
+  try {
+    space.check_pins();
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+
+  SearchOptions options;
+  options.top_k = top;
+  options.prune = !no_prune;
+  options.headroom_bytes = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
+  g_stop = false;
+  options.stop = &g_stop;
+  auto previous = std::signal(SIGINT, on_interrupt);
+  // A progress bar on a terminal only, once the search runs longer than about a second.
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const auto started = std::chrono::steady_clock::now();
+  std::mutex progress_mutex;
+  if (tty) {
+    options.progress = [&](std::size_t done, std::size_t total) {
+      if (std::chrono::steady_clock::now() - started < std::chrono::seconds(1)) return;
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      std::fprintf(stderr, "\rsearching: %zu/%zu parallel layouts", done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    };
+  }
+  std::optional<tbb::global_control> limit;
+  if (threads > 0) limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+  const SearchResult result = run_search(space, options);
+  std::signal(SIGINT, previous);
+
+  if (format == OutputFormat::json) {
+    write_json(result, out);
+  } else if (format == OutputFormat::csv) {
+    write_csv(result, out);
+  } else {
+    write_table(model, cluster, run, result, out);
+  }
+  if (result.fitting == 0) {
+    err << "meshfit search: nothing fits in " << fixed(result.budget / kGiB, 2) << " GiB per device";
+    if (result.closest) {
+      err << "; the closest valid strategy needs " << fixed(result.closest->peak_bytes / kGiB, 2)
+                << " GiB: " << strategy_to_string(result.closest->strategy);
+    }
+    err << '\n';
+    return 1;
+  }
+  return result.interrupted ? 130 : 0;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,128 @@
+// The search's output: the front's definition, pruning that changes nothing, thread-count
+// independence, and the CLI's shape and exit codes.
+#include <doctest/doctest.h>
+
+#include <tbb/global_control.h>
+
+#include "estimator_fixture.hpp"
+#include "search/strategy_key.hpp"
+#include "search/strategy_search.hpp"
+#include "test_support.hpp"
+
+using namespace meshfit;
+
+namespace {
+
+ScoredStrategy point(std::int64_t mem, std::int64_t time, std::int64_t tp) {
+  ScoredStrategy x;
+  x.mem = mem;
+  x.time_ns = time;
+  x.strategy.tp = tp;
+  return x;
+}
+
+struct Inputs {
+  Model model;
+  Run run;
+  Cluster cluster;
+};
+
+Inputs inputs(const std::string& model, std::int64_t devices, std::int64_t seq, std::int64_t gb, const std::string& device) {
+  RunFlags f;
+  f.seq = seq;
+  f.global_batch = gb;
+  return {load_model(model), make_run(f, true), make_cluster(device, devices)};
+}
+
+SearchResult search(const Inputs& in, bool prune) {
+  SearchSpace space;
+  space.model = &in.model;
+  space.run = &in.run;
+  space.cluster = &in.cluster;
+  SearchOptions o;
+  o.prune = prune;
+  return run_search(space, o);
+}
+
+bool same(const std::vector<ScoredStrategy>& a, const std::vector<ScoredStrategy>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].mem != b[i].mem || a[i].time_ns != b[i].time_ns || key_less(a[i].strategy, b[i].strategy) ||
+        key_less(b[i].strategy, a[i].strategy)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("the Pareto front: non-dominated points, exact ties kept, fastest first (§6.3)") {
+  // (mem, time): (10, 50) and (20, 30) and (30, 10) are the front; (20, 40) and (40, 10) are
+  // dominated; (20, 30) appears twice with different keys and both stay.
+  const auto front = pareto_front({point(20, 40, 1), point(10, 50, 2), point(30, 10, 3), point(20, 30, 4),
+                                   point(40, 10, 5), point(20, 30, 6)});
+  REQUIRE(front.size() == 4);
+  CHECK(front[0].mem == 30);
+  CHECK(front[1].strategy.tp == 4);
+  CHECK(front[2].strategy.tp == 6);
+  CHECK(front[3].mem == 10);
+}
+
+TEST_CASE("pruning on the micro-batch size changes nothing (many small spaces)") {
+  const Inputs cases[] = {inputs("llama-3.1-8b", 8, 8192, 64, "h100-80gb"),
+                          inputs("llama-3.1-8b", 16, 4096, 32, "a100-40gb"),
+                          inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"),
+                          inputs("llama-3.1-70b", 32, 8192, 64, "h100-80gb"),
+                          inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb")};
+  for (const auto& in : cases) {
+    CAPTURE(in.model.name);
+    CAPTURE(in.cluster.devices);
+    const SearchResult pruned = search(in, true), plain = search(in, false);
+    CHECK(pruned.enumerated == plain.enumerated);
+    CHECK(pruned.valid == plain.valid);
+    CHECK(pruned.fitting == plain.fitting);
+    CHECK(pruned.histogram == plain.histogram);
+    CHECK(same(pruned.front, plain.front));
+    CHECK(same(pruned.top, plain.top));
+    CHECK(pruned.estimated <= plain.estimated);
+  }
+}
+
+TEST_CASE("the same output with 1 and 2 threads") {
+  const Inputs in = inputs("mixtral-8x7b", 32, 4096, 128, "h100-80gb");
+  SearchResult one, two;
+  {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 1);
+    one = search(in, true);
+  }
+  {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 2);
+    two = search(in, true);
+  }
+  CHECK(same(one.front, two.front));
+  CHECK(same(one.top, two.top));
+  CHECK(one.histogram == two.histogram);
+  CHECK(one.fitting == two.fitting);
+}
+
+TEST_CASE("search CLI: JSON shape, byte-identical output, exit 1 when nothing fits") {
+  const std::vector<std::string> args = {"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8",
+                                         "--seq", "8192", "--global-batch", "64", "--format", "json"};
+  const auto a = meshfit::test::run(args);
+  CHECK(a.code == 0);
+  CHECK(a.out.find("{\"budget_gib\":79.6474609375,\"front\":[{\"strategy\":{\"dp\":") == 0);
+  CHECK(a.out.find("\"counts\":{\"enumerated\":") != std::string::npos);
+  auto strip_seconds = [](std::string s) { return s.substr(0, s.find("\"seconds\"")); };
+  std::vector<std::string> one_thread = args;
+  one_thread.insert(one_thread.end(), {"--threads", "1"});
+  CHECK(strip_seconds(meshfit::test::run(one_thread).out) == strip_seconds(a.out));
+  const auto none = meshfit::test::run({"search", "--model", "llama-3.1-405b", "--device", "a100-40gb", "--devices", "8",
+                                        "--seq", "8192", "--global-batch", "8"});
+  CHECK(none.code == 1);
+  CHECK(none.err.find("nothing fits") != std::string::npos);
+  const auto bad = meshfit::test::run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8",
+                                       "--seq", "8192", "--global-batch", "64", "--tp", "3"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--tp: 3 is not a divisor of the 8 devices") != std::string::npos);
+}
