@@ -1,0 +1,54 @@
+// Wall time of the full default search (issue 5's figures): Llama-3.1-70B and DeepSeek-V3 at
+// sequence 8192 (4096 for DeepSeek-V3) on 64, 1,024 and 16,384 H100-80GB, strategies enumerated,
+// estimated and scored per second, with 1 and with all threads. Prints figures; never fails.
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <tbb/global_control.h>
+
+#include "engine/device_config.hpp"
+#include "engine/model_config.hpp"
+#include "engine/run_config.hpp"
+#include "search/strategy_search.hpp"
+
+using namespace meshfit;
+
+namespace {
+
+SearchResult once(const Model& m, const Run& run, const Cluster& c) {
+  SearchSpace space;
+  space.model = &m;
+  space.run = &run;
+  space.cluster = &c;
+  return run_search(space, SearchOptions{});
+}
+
+}  // namespace
+
+int main() {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::printf("%-14s %7s %8s %13s %10s %10s %9s %9s %12s %14s\n", "model", "devices", "threads", "enumerated", "valid",
+              "estimated", "fitting", "seconds", "enum/s/core", "estimates/s/core");
+  for (const char* name : {"llama-3.1-70b", "deepseek-v3"}) {
+    const Model m = load_model(name);
+    RunFlags f;
+    f.seq = std::string(name) == "deepseek-v3" ? 4096 : 8192;
+    f.global_batch = std::string(name) == "deepseek-v3" ? 4096 : 512;
+    const Run run = make_run(f, true);
+    for (std::int64_t devices : {64, 1024, 16384}) {
+      const Cluster c = make_cluster("h100-80gb", devices);
+      for (unsigned threads : {1u, cores}) {
+        tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+        const SearchResult r = once(m, run, c);
+        std::printf("%-14s %7lld %8u %13lld %10lld %10lld %9lld %9.3f %12.3g %14.3g\n", name,
+                    static_cast<long long>(devices), threads, static_cast<long long>(r.enumerated),
+                    static_cast<long long>(r.valid), static_cast<long long>(r.estimated),
+                    static_cast<long long>(r.fitting), r.seconds, r.enumerated / r.seconds / threads,
+                    r.estimated / r.seconds / threads);
+        if (threads == cores) break;
+      }
+    }
+  }
+  return 0;
+}
