@@ -12,6 +12,7 @@
 #include "engine/model_config.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
+#include "estimators/cp_attention_breakdown.hpp"
 #include "estimators/memory_model.hpp"
 #include "estimators/step_time.hpp"
 
@@ -109,7 +110,8 @@ void write_table(const Model& m, const Cluster& c, const Strategy& s, const Memo
   }
 }
 
-void write_json(const Strategy& s, const MemoryReport& r, const TimeReport& t, std::ostream& out) {
+void write_json(const Model& m, const Run& run, const Strategy& s, const MemoryReport& r, const TimeReport& t,
+                std::ostream& out) {
   JsonWriter j(out);
   j.begin_object().key("strategy");
   write_strategy_json(j, s);
@@ -135,6 +137,17 @@ void write_json(const Strategy& s, const MemoryReport& r, const TimeReport& t, s
     j.end_object();
   }
   j.end_array();
+  if (s.cp > 1) {  // the seed's act_cp_layer, one attention layer (memory-model.md §10)
+    const CpAttentionBreakdown b = cp_attention_breakdown(m, run, s, r.stages[0].tr_cp);
+    j.key("cp_breakdown").begin_object()
+        .field("cp", s.cp).field("s", run.seq).field("attention_type", b.attention_type)
+        .field("algorithm", to_string(s.cp_algo)).field("kv_cache", b.kv_cache)
+        .field("attention_scores", b.attention_scores).field("softmax_outputs", b.softmax_outputs)
+        .field("dropout_mask", b.dropout_mask).field("s2_reduction", b.s2_reduction)
+        .field("kv_reduction", b.kv_reduction).field("comm_buffer", b.comm_buffer)
+        .field("total_memory", b.total_memory).field("total_reduction", b.total_reduction)
+        .end_object();
+  }
   j.field("step_time_s", t.step);
   j.key("time_terms").begin_object();
   for (const auto& [name, seconds] : time_terms(t)) j.field(name, seconds);
@@ -189,7 +202,7 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out, st
   const MemoryReport report = estimate_memory(model, run, cluster, s, headroom);
   const TimeReport timing = estimate_step_time(model, run, cluster, s);
   if (format == OutputFormat::json) {
-    write_json(s, report, timing, out);
+    write_json(model, run, s, report, timing, out);
   } else {
     write_table(model, cluster, s, report, out);
     write_time_table(timing, out);

@@ -5,6 +5,7 @@
 #include "estimator_fixture.hpp"
 #include "estimators/activation_census.hpp"
 #include "estimators/backward_transients.hpp"
+#include "estimators/cp_attention_breakdown.hpp"
 #include "estimators/layer_activations.hpp"
 #include "estimators/model_states.hpp"
 
@@ -349,4 +350,32 @@ TEST_CASE("EX11: DualPipeV counts and overlap, Llama-3.1-8B") {
     CHECK_BYTES(st.allocated, 39'628'570'624);
     CHECK_BYTES(st.device, 44'732'278'374);
   }
+}
+
+TEST_CASE("§10 breakdown (the seed's act_cp_layer) on EX6 and EX7(b)") {
+  // EX6: ring, cp 4, s 32768, tp 1, Llama-3.1-8B attention dims.
+  auto ring = make_case("llama-3.1-8b", 4, 32768, 1, "cp=4,cp_algo=ring,dp=1,mbs=1");
+  const auto b = cp_attention_breakdown(ring.model, ring.run, ring.strategy,
+                                        cp_buffer_transient(ring.model, ring.run, ring.strategy, 8));
+  CHECK_BYTES(b.kv_cache, 33'554'432);
+  CHECK_BYTES(b.attention_scores, 34'359'738'368);
+  CHECK_BYTES(b.softmax_outputs, 34'359'738'368);
+  CHECK_BYTES(b.dropout_mask, 8'589'934'592);
+  CHECK_BYTES(b.comm_buffer, 100'663'296);
+  CHECK_BYTES(b.total_memory, 77'443'629'056);
+  CHECK_BYTES(b.s2_reduction, 231'928'233'984);
+  CHECK_BYTES(b.kv_reduction, 100'663'296);
+  CHECK_BYTES(b.total_reduction, 231'928'233'984);
+  CHECK(std::string(b.attention_type) == "gqa");
+  // EX7(b): Ulysses cp 16 over tp 2, s 131072.
+  auto wide = make_case("llama-3.1-8b", 32, 131072, 1, "tp=2,sp=true,cp=16,cp_algo=ulysses,dp=1,mbs=1");
+  const auto w = cp_attention_breakdown(wide.model, wide.run, wide.strategy,
+                                        cp_buffer_transient(wide.model, wide.run, wide.strategy, 8));
+  CHECK_BYTES(w.kv_cache, 16'777'216);
+  CHECK_BYTES(w.attention_scores, 68'719'476'736);
+  CHECK_BYTES(w.dropout_mask, 17'179'869'184);
+  CHECK_BYTES(w.total_memory, 154'753'040'384);
+  CHECK_BYTES(w.s2_reduction, 2'319'282'339'840);
+  CHECK_BYTES(w.kv_reduction, 251'658'240);
+  CHECK_BYTES(w.total_reduction, 2'319'416'557'568);
 }
