@@ -55,7 +55,7 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
                     "token_id_bytes", "recompute_switches", "recompute_rest", "offload_optimizer", "layers_per_vstage",
                     "layers_first_stage", "layers_last_stage", "account_embedding", "account_loss",
                     "fp8_weight_cache_bytes", "fp8_saved_matmul_inputs", "fp8_allgather", "defer_grad_sync",
-                    "torch_compile", "fp8_linears",
+                    "torch_compile", "fp8_linears", "grad_clip_model",
                     "beta_P", "beta_G", "beta_master", "beta_state", "beta_gather", "beta_red", "beta_gcomm"});
   RunOptions& o = run.options;
   Precision& p = run.precision;
@@ -115,6 +115,10 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   }
   number("optimizer_step_temp_bytes_per_param", o.optimizer_step_temp_bytes_per_param, 0, 64);
   flag("grad_clip", o.grad_clip);
+  if (const auto model = f.optional_string("grad_clip_model")) {
+    if (*model != "none" && *model != "seed") f.fail("grad_clip_model", "expected none or seed, got '" + *model + "'");
+    o.grad_clip_seed = *model == "seed";
+  }
   number("token_id_bytes", o.token_id_bytes, 0, 16);
   if (f.has("recompute_switches")) apply_recompute_switches(f.raw("recompute_switches"), source, "recompute_switches", run);
   if (const auto rest = f.optional_string("recompute_rest")) {

@@ -130,6 +130,7 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
     std::vector<double> tr_layer_chunk(static_cast<std::size_t>(s.vpp), kNone);
     // Fully recomputed layers per chunk and kind, for the seed's gradient-clipping rule.
     std::vector<std::array<std::int64_t, 2>> full_layers(static_cast<std::size_t>(s.vpp), {0, 0});
+    std::vector<double> full_kept(static_cast<std::size_t>(s.vpp), 0.0);  // K_1 of a full layer per chunk
     double seed_last_layer = kNone;  // item 13: the stage's last layer only
     std::int64_t seed_last_vstage = -1;
 
@@ -148,9 +149,10 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
         if (s.recompute == Recompute::full) mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
         last_mode = mode;
         LayerActivation a = layer_activation(k.census, mode, n_cp, h, run, s);
-        if (seed && mode == Recompute::full) {
-          a.kept = seed_full_input;
+        if (seed && mode == Recompute::full) a.kept = seed_full_input;
+        if (mode == Recompute::full) {
           ++full_layers[static_cast<std::size_t>(c)][ffn == FfnKind::moe ? 1 : 0];
+          full_kept[static_cast<std::size_t>(c)] = a.kept;
         }
         A += a.kept;
         states += k.states;
@@ -260,6 +262,23 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
       }
     } else {
       act = in_flight(s, i, st.chunk_bytes);
+      // §9.9, grad_clip_model: seed — clipping materialises an optimizer-state-sized copy of a
+      // fully recomputed layer's gradients when that is larger than its in-flight inputs.
+      if (o.grad_clip_seed && o.grad_clip) {
+        for (std::size_t c = 0; c < full_layers.size(); ++c) {
+          const double fwd = static_cast<double>(act.counts[c]) * full_kept[c];
+          for (std::size_t kind_index = 0; kind_index < 2; ++kind_index) {
+            const std::int64_t count = full_layers[c][kind_index];
+            if (count == 0) continue;
+            const RankParams& p = (kind_index == 1 ? moe : dense).params;
+            const double clip = run.precision.beta_state *
+                                ((p.non_expert + p.shared) / z.OS + p.routed / z.OSe);
+            const double dpc = s.zero == 3 ? run.precision.beta_gather * p.total() : 0;
+            const double kept = fwd + dpc > clip ? fwd : clip;
+            act.peak += static_cast<double>(count) * (kept + (kept > 0 ? dpc : 0) - fwd);
+          }
+        }
+      }
     }
     st.activations = act.peak;
     st.chunk_inflight = act.counts;

@@ -96,6 +96,7 @@ struct RunOptions {
   std::optional<bool> defer_grad_sync;
   double optimizer_step_temp_bytes_per_param = 0;
   bool grad_clip = true;
+  bool grad_clip_seed = false;  // grad_clip_model: seed (§9.9), each part scaled once
   double token_id_bytes = 8;
   RecomputeSwitches switches;
   SelectivePolicy selective_policy = SelectivePolicy::switches;

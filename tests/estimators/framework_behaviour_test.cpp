@@ -58,3 +58,13 @@ TEST_CASE("FP8-saved linear inputs keep 1 byte per element (§7.4.7)") {
   CHECK(census.saved_total() == 24'576);
   CHECK(census.saved_tp_total() == 88'192);
 }
+
+TEST_CASE("grad_clip_model: seed under the default rules, each part scaled once (§9.9)") {
+  // Llama-3.1-8B, dp 8, zero 1, s 4096: clip = 4·218,112,000/8 = 109,056,000 > fwd =
+  // 1·4096·2·4096 = 33,554,432 (dpc = 0 below ZeRO-3), so each of 32 layers keeps clip instead.
+  auto on = make_case("llama-3.1-8b", 8, 4096, 8, "dp=8,zero=1,recompute=full,mbs=1");
+  auto off = on;
+  on.run.options.grad_clip_seed = true;
+  const double diff = test::estimate(on).stages[0].activations - test::estimate(off).stages[0].activations;
+  CHECK_BYTES(diff, 32.0 * (109'056'000 - 33'554'432));
+}
