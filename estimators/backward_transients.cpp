@@ -10,16 +10,15 @@ double logits_transient(const Run& run, const Strategy& s, double n_cp, double v
   return n_cp * o.loss_transient_bytes * vocab / o.loss_chunks;
 }
 
-double cp_chunk_bytes(const Model& m, const Run& run, const Strategy& s) {
+double cp_kv_dim(const Model& m, const Strategy& s) {
   const double tp = static_cast<double>(s.tp);
-  double kv_dim;
-  if (m.attention == AttentionKind::mla) {
-    kv_dim = static_cast<double>(m.heads * (2 * m.v_head_dim + m.qk_rope_dim)) / 2 / tp;
-  } else if (m.kv_heads < m.heads) {
-    kv_dim = static_cast<double>(m.kv_heads * m.head_dim) / tp;
-  } else {
-    kv_dim = static_cast<double>(m.heads * m.head_dim) / tp;
-  }
+  if (m.attention == AttentionKind::mla) return static_cast<double>(m.heads * (2 * m.v_head_dim + m.qk_rope_dim)) / 2 / tp;
+  if (m.kv_heads < m.heads) return static_cast<double>(m.kv_heads * m.head_dim) / tp;
+  return static_cast<double>(m.heads * m.head_dim) / tp;
+}
+
+double cp_chunk_bytes(const Model& m, const Run& run, const Strategy& s) {
+  const double kv_dim = cp_kv_dim(m, s);
   const double seq = static_cast<double>(run.seq), b = static_cast<double>(s.micro_batch);
   const double cp = static_cast<double>(s.cp);
   return s.cp_algo == CpAlgo::ulysses ? seq * b * (kv_dim / cp) * 4 : (seq / cp) * b * kv_dim * 4;

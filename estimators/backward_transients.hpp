@@ -11,6 +11,8 @@ namespace meshfit {
 
 // §9.3: logits and loss on the head's stage.
 double logits_transient(const Run& run, const Strategy& s, double n_cp, double v_pad);
+// §9.6: kv_dim, the width per TP rank of the K and V heads the CP exchange moves.
+double cp_kv_dim(const Model& m, const Strategy& s);
 // §9.6: one chunk of the CP key/value exchange (K and V at 2 bytes each, the seed's 4).
 double cp_chunk_bytes(const Model& m, const Run& run, const Strategy& s);
 // §9.6: CP key/value communication buffers (the seed's cp_comm_buffer); 0 without CP.

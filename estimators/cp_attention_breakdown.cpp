@@ -1,5 +1,7 @@
 #include "estimators/cp_attention_breakdown.hpp"
 
+#include "estimators/backward_transients.hpp"
+
 namespace meshfit {
 
 CpAttentionBreakdown cp_attention_breakdown(const Model& m, const Run& run, const Strategy& s, double comm_buffer) {
@@ -7,16 +9,8 @@ CpAttentionBreakdown cp_attention_breakdown(const Model& m, const Run& run, cons
   const double tp = static_cast<double>(s.tp), cp = static_cast<double>(s.cp);
   const double seq = static_cast<double>(run.seq), b = static_cast<double>(s.micro_batch);
   const double a_tp = static_cast<double>(m.heads) / tp;
-  double kv_dim;  // §9.6
-  if (m.attention == AttentionKind::mla) {
-    kv_dim = static_cast<double>(m.heads * (2 * m.v_head_dim + m.qk_rope_dim)) / 2 / tp;
-    r.attention_type = "mla";
-  } else if (m.kv_heads < m.heads) {
-    kv_dim = static_cast<double>(m.kv_heads * m.head_dim) / tp;
-    r.attention_type = "gqa";
-  } else {
-    kv_dim = static_cast<double>(m.heads * m.head_dim) / tp;
-  }
+  const double kv_dim = cp_kv_dim(m, s);
+  r.attention_type = m.attention == AttentionKind::mla ? "mla" : m.kv_heads < m.heads ? "gqa" : "mha";
   // Scores 4 B, softmax outputs 4 B, dropout mask 1 B, K+V 4 B (the seed's constants). The ring
   // and Ulysses columns of §10 give the same numbers: (s/cp)·s = s·s/cp.
   r.kv_cache = 4 * (seq / cp) * b * kv_dim;
