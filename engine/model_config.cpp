@@ -278,6 +278,7 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
     m.shared_expert_ffn = m.shared_experts > 0 ? d.f_se.value.value_or(m.expert_ffn) : 0;
   }
   derive_layers(d, c, m);
+  m.moe_layers = std::count(m.layer_ffn.begin(), m.layer_ffn.end(), FfnKind::moe);
 
   const bool has_dense = std::find(m.layer_ffn.begin(), m.layer_ffn.end(), FfnKind::dense) != m.layer_ffn.end();
   if (has_dense) {

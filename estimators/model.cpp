@@ -11,9 +11,6 @@ const MeasuredCensus* Model::census_for(const std::string& kind) const {
   return nullptr;
 }
 
-std::int64_t Model::moe_layer_count() const {
-  return std::count(layer_ffn.begin(), layer_ffn.end(), FfnKind::moe);
-}
 
 // symbols.md §4: d_qk = d_v = d_h without MLA; d_qk = d_nope + d_rope, d_v = v_head_dim with MLA.
 std::int64_t Model::qk_head_dim() const {

@@ -71,7 +71,10 @@ struct Model {
   int norm_width_factor() const { return norm == NormKind::rms ? 1 : 2; }  // w_n = h or 2h
   std::int64_t norm_params() const { return norm_width_factor() * hidden; }
   bool is_moe() const { return experts > 0; }
-  std::int64_t moe_layer_count() const;
+  // MoE layers among layer_ffn; kept by whoever fills layer_ffn (the reader) so that the rule
+  // checks of the search do not count them per candidate.
+  std::int64_t moe_layers = 0;
+  std::int64_t moe_layer_count() const { return moe_layers; }
   std::int64_t qk_head_dim() const;  // d_qk
   std::int64_t v_dim() const;        // d_v
 };

@@ -74,6 +74,8 @@ bool layout_counts_valid(const Model& m, const Run& run, const Strategy& s) {
   const std::int64_t slots = total_slots(m, run);
   const std::int64_t nv = s.virtual_stages();
   if (nv < 1 || nv > slots) return false;
+  // Rule 3 alone gives every virtual stage at least one slot, so no body count is negative.
+  if (run.options.layers_per_vstage.empty() && !uses_stage_counts(run)) return true;
   const auto& list = run.options.layers_per_vstage;
   if (!list.empty()) {
     std::int64_t sum = 0;
