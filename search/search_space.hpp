@@ -35,6 +35,15 @@ inline constexpr std::size_t kRuleSlots = 27 + kPolicyCount;  // HardRule values
 std::size_t slot_index(const RuleSlot& r);
 std::string slot_name(std::size_t index);
 
+// Where a candidate sits in the innermost loops: the recompute modes (outer) and the micro-batch
+// sizes (inner, rising). No validity rule reads the recompute mode, so a rule outcome found for
+// mode 0 holds for the same b in every other mode.
+struct Position {
+  bool first;              // the first b of a run with everything else fixed
+  std::size_t b_index;     // index into micro_batches()
+  std::size_t mode_index;  // 0 for the first recompute mode enumerated
+};
+
 struct SearchSpace {
   const Model* model = nullptr;
   const Run* run = nullptr;
@@ -45,8 +54,7 @@ struct SearchSpace {
   // Ordered (tp, cp, pp) triples whose product divides N, within the pins (the parallel split).
   std::vector<std::array<std::int64_t, 3>> triples() const;
   // Enumerates every canonical candidate of a triple; for fixed other values the micro-batch size
-  // rises. `visit(strategy, first)` gets derived fields filled (m = 0 when gb mod dp·b ≠ 0) and
-  // first = true at the start of each run over b.
+  // rises. `visit(strategy, position)` gets derived fields filled (m = 0 when gb mod dp·b ≠ 0).
   template <class Visit>
   void for_each(const std::array<std::int64_t, 3>& triple, Visit&& visit) const;
   // The first failing rule in table order, or nullopt for a valid candidate.

@@ -85,18 +85,19 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
             for (const auto& [z, G] : zeros) {
               s.zero = z;
               s.shard_group = G;
+              std::size_t mode_index = 0;
               for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
                 if (!allowed(pins.recompute, rc)) continue;
                 s.recompute = rc;
                 s.recompute_layers = 0;
                 // b rises innermost: `first` marks the start of a run over b with all else fixed.
-                bool first = true;
-                for (std::int64_t b : bs) {
+                for (std::size_t bi = 0; bi < bs.size(); ++bi) {
+                  const std::int64_t b = bs[bi];
                   s.micro_batch = b;
                   s.num_microbatches = run->global_batch % (dp * b) == 0 ? run->global_batch / (dp * b) : 0;
-                  visit(s, first);
-                  first = false;
+                  visit(s, Position{bi == 0, bi, mode_index});
                 }
+                ++mode_index;
               }
             }
           }

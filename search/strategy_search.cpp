@@ -110,10 +110,13 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             break;
           }
           bool b_run_failed = false;
-          space.for_each(triples[t], [&](const Strategy& s, bool first) {
-            if (first) b_run_failed = false;
+          std::vector<std::optional<RuleSlot>> rules(space.micro_batches().size());
+          space.for_each(triples[t], [&](const Strategy& s, const Position& at) {
+            if (at.first) b_run_failed = false;
             ++acc.enumerated;
-            if (const auto failure = space.first_failure(s)) {
+            // The rules do not read the recompute mode: evaluate them for the first mode only.
+            if (at.mode_index == 0) rules[at.b_index] = space.first_failure(s);
+            if (const auto& failure = rules[at.b_index]) {
               ++acc.histogram[slot_index(*failure)];
               return;
             }

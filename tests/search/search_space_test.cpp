@@ -30,7 +30,7 @@ Counted count(std::int64_t devices, const PolicySet& policies) {
   space.policies = policies;
   Counted c;
   for (const auto& t : space.triples()) {
-    space.for_each(t, [&](const Strategy& s, bool) {
+    space.for_each(t, [&](const Strategy& s, const Position&) {
       ++c.enumerated;
       if (space.first_failure(s)) return;
       ++c.valid;
