@@ -231,6 +231,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   SearchOptions options;
   options.top_k = top;
   options.prune = !no_prune;
+  space.weighted_tails = !no_prune;
   options.headroom_bytes = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
   g_stop = false;
   options.stop = &g_stop;

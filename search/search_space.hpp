@@ -42,6 +42,10 @@ struct Position {
   bool first;              // the first b of a run with everything else fixed
   std::size_t b_index;     // index into micro_batches()
   std::size_t mode_index;  // 0 for the first recompute mode enumerated
+  // How many candidates this one stands for. Above 1 only for a vpp with pp·vpp > L_eff: such a
+  // candidate fails H12 unless one of H2–H11 fails first, and none of those reads vpp or the
+  // schedule, so one vpp of that tail speaks for all of them (ruling 7: the histogram counts each).
+  std::int64_t weight;
 };
 
 struct SearchSpace {
@@ -50,6 +54,7 @@ struct SearchSpace {
   const Cluster* cluster = nullptr;
   Pins pins;
   PolicySet policies;
+  bool weighted_tails = true;  // enumerate the H12 tail of vpp once, weighted (see Position)
 
   // Ordered (tp, cp, pp) triples whose product divides N, within the pins (the parallel split).
   std::vector<std::array<std::int64_t, 3>> triples() const;

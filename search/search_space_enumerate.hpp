@@ -54,10 +54,31 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
       // vpp 1..L with the schedule it implies, then one pass per listed-only schedule (H21).
       const std::int64_t vpp_max = pp > 1 ? m.layers : 1;
       const std::int64_t passes = vpp_max + (pp > 1 ? static_cast<std::int64_t>(extra_schedules.size()) : 0);
+      const std::int64_t slots = m.layers + (run->options.account_embedding ? 1 : 0) + (run->options.account_loss ? 1 : 0);
+      auto default_schedule = [&](std::int64_t vpp) {
+        return pp == 1 ? Schedule::none : (vpp >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b);
+      };
+      auto enumerated_vpp = [&](std::int64_t vpp) {
+        return allowed(pins.vpp, vpp) && (pp == 1 || allowed(pins.schedule, default_schedule(vpp)));
+      };
+      // The H12 tail: vpp with pp·vpp > L_eff, walked once with the weight of all of it.
+      std::int64_t tail_weight = 0, tail_first = 0;
+      if (weighted_tails) {
+        for (std::int64_t v = vpp_max; v >= 1 && pp * v > slots; --v) {
+          if (!enumerated_vpp(v)) continue;
+          ++tail_weight;
+          tail_first = v;
+        }
+      }
       for (std::int64_t pass = 1; pass <= passes; ++pass) {
+        std::int64_t weight = 1;
         if (pass <= vpp_max) {
+          if (tail_weight > 0 && pp * pass > slots) {
+            if (pass != tail_first) continue;
+            weight = tail_weight;
+          }
           s.vpp = pass;
-          s.schedule = pp == 1 ? Schedule::none : (pass >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b);
+          s.schedule = default_schedule(pass);
           if (pp > 1 && !allowed(pins.schedule, s.schedule)) continue;
         } else {
           s.schedule = extra_schedules[static_cast<std::size_t>(pass - vpp_max - 1)];
@@ -95,7 +116,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
                   const std::int64_t b = bs[bi];
                   s.micro_batch = b;
                   s.num_microbatches = run->global_batch % (dp * b) == 0 ? run->global_batch / (dp * b) : 0;
-                  visit(s, Position{bi == 0, bi, mode_index});
+                  visit(s, Position{bi == 0, bi, mode_index, weight});
                 }
                 ++mode_index;
               }

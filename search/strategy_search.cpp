@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 #include <cmath>
 
 #include <tbb/blocked_range.h>
@@ -113,13 +114,14 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
           std::vector<std::optional<RuleSlot>> rules(space.micro_batches().size());
           space.for_each(triples[t], [&](const Strategy& s, const Position& at) {
             if (at.first) b_run_failed = false;
-            ++acc.enumerated;
+            acc.enumerated += at.weight;
             // The rules do not read the recompute mode: evaluate them for the first mode only.
             if (at.mode_index == 0) rules[at.b_index] = space.first_failure(s);
             if (const auto& failure = rules[at.b_index]) {
-              ++acc.histogram[slot_index(*failure)];
+              acc.histogram[slot_index(*failure)] += at.weight;
               return;
             }
+            if (at.weight != 1) throw std::logic_error("a weighted H12-tail candidate passed every rule");
             ++acc.valid;
             // At fixed other values the peak is non-decreasing in b (memory-model.md §15), so
             // once a b does not fit, no larger b does: count them without estimating.

@@ -30,9 +30,10 @@ Counted count(std::int64_t devices, const PolicySet& policies) {
   space.policies = policies;
   Counted c;
   for (const auto& t : space.triples()) {
-    space.for_each(t, [&](const Strategy& s, const Position&) {
-      ++c.enumerated;
+    space.for_each(t, [&](const Strategy& s, const Position& at) {
+      c.enumerated += at.weight;
       if (space.first_failure(s)) return;
+      REQUIRE(at.weight == 1);
       ++c.valid;
       ++c.by_tp[s.tp];
       ++c.by_pp[s.pp];

@@ -39,6 +39,7 @@ SearchResult search(const Inputs& in, bool prune) {
   space.model = &in.model;
   space.run = &in.run;
   space.cluster = &in.cluster;
+  space.weighted_tails = prune;
   SearchOptions o;
   o.prune = prune;
   return run_search(space, o);
