@@ -1,6 +1,7 @@
 #include "engine/cli_options.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <cstdint>
 
 #include "engine/input_error.hpp"
@@ -41,9 +42,38 @@ void add_cluster_options(po::options_description& desc, ClusterFlags& flags) {
   desc.add_options()
       ("model", po::value(&flags.model), "model preset, config.json, model YAML or a directory with a config.json")
       ("device", po::value(&flags.device), "device preset or device YAML")
-      ("devices", po::value(&flags.devices), "number of devices")
+      ("devices", po::value(&flags.devices), "number of devices (search: also a list 8,16,64 or a range 8..1024 of doublings)")
       ("headroom", po::value(&flags.headroom)->default_value("0"),
        "memory kept free: a percentage of the capacity (10%) or GiB");
+}
+
+std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {
+  const std::string& t = flags.devices;
+  auto fail = [&]() -> std::vector<std::int64_t> {
+    throw InputError("command line", "--devices", "expected a positive count, a list like 8,16,64 or a range like 8..1024, got '" + t + "'");
+  };
+  std::vector<std::int64_t> out;
+  if (const auto dots = t.find(".."); dots != std::string::npos) {
+    const auto lo = parse_integer(t.substr(0, dots)), hi = parse_integer(t.substr(dots + 2));
+    if (!lo || !hi || *lo < 1 || *hi < *lo) return fail();
+    for (std::int64_t n = *lo; n <= *hi; n *= 2) out.push_back(n);
+    return out;
+  }
+  std::stringstream in(t);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto v = parse_integer(item);
+    if (!v || *v < 1) return fail();
+    out.push_back(*v);
+  }
+  if (out.empty()) return fail();
+  return out;
+}
+
+std::int64_t single_device_count(const ClusterFlags& flags) {
+  const auto v = parse_integer(flags.devices);
+  if (!v || *v < 1) throw InputError("command line", "--devices", "expected a positive integer, got '" + flags.devices + "'");
+  return *v;
 }
 
 double parse_headroom(const std::string& text, double capacity) {

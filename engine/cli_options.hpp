@@ -28,10 +28,14 @@ void add_run_options(po::options_description& desc, RunFlags& flags);
 struct ClusterFlags {
   std::string model;
   std::string device;
-  std::int64_t devices = 0;
+  std::string devices;  // one count, a list "8,16,64", or a range "8..1024" (search)
   std::string headroom = "0";
 };
 void add_cluster_options(po::options_description& desc, ClusterFlags& flags);
+// --devices as one positive count; throws InputError naming the flag otherwise.
+std::int64_t single_device_count(const ClusterFlags& flags);
+// --devices as counts: "64", "8,16,64", or "A..B" = A, 2A, 4A, … up to B.
+std::vector<std::int64_t> device_counts(const ClusterFlags& flags);
 // "10%" of the capacity, or a number of GiB; throws InputError.
 double parse_headroom(const std::string& text, double capacity);
 // Copies the optional run flags the user gave out of `vm` (program_options has no optional<T>).

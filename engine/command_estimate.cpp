@@ -185,7 +185,7 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out, st
   }
   collect_run_flags(vm, run_flags);
   const Model model = load_model(cluster_flags.model);
-  const Cluster cluster = make_cluster(cluster_flags.device, cluster_flags.devices);
+  const Cluster cluster = make_cluster(cluster_flags.device, single_device_count(cluster_flags));
   const Run run = make_run(run_flags, true);
   std::vector<std::string> warnings;
   const Strategy s = parse_strategy(strategy_text, model, run, cluster, warnings);

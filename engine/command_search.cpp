@@ -178,7 +178,8 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   }
   collect_run_flags(vm, run_flags);
   const Model model = load_model(cluster_flags.model);
-  const Cluster cluster = make_cluster(cluster_flags.device, cluster_flags.devices);
+  const std::vector<std::int64_t> counts = device_counts(cluster_flags);
+  Cluster cluster = make_cluster(cluster_flags.device, counts.front());
   const Run run = make_run(run_flags, true);
 
   SearchSpace space;
@@ -222,10 +223,12 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       space.policies.on[static_cast<std::size_t>(*pol)] = state == "on";
     }
   }
-  try {
-    space.check_pins();
-  } catch (const std::invalid_argument& e) {
-    throw InputError(e.what());
+  if (counts.size() == 1) {
+    try {
+      space.check_pins();
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    }
   }
 
   SearchOptions options;
@@ -250,6 +253,63 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   }
   std::optional<tbb::global_control> limit;
   if (threads > 0) limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+  if (counts.size() > 1) {  // the inverse query: which device counts can train this at all?
+    std::vector<std::pair<std::int64_t, SearchResult>> results;
+    for (std::int64_t n : counts) {
+      cluster.devices = n;
+      SearchResult r;
+      try {
+        space.check_pins();
+        r = run_search(space, options);
+      } catch (const std::invalid_argument&) {
+        r.budget = cluster.device.capacity - options.headroom_bytes;  // pins outside this count's domain
+      }
+      results.emplace_back(n, std::move(r));
+      if (g_stop) break;
+    }
+    std::signal(SIGINT, previous);
+    std::optional<std::int64_t> smallest;
+    for (const auto& [n, r] : results) {
+      if (r.fitting > 0) {
+        smallest = n;
+        break;
+      }
+    }
+    if (format == OutputFormat::json) {
+      JsonWriter j(out);
+      j.begin_object().key("device_counts").begin_array();
+      for (const auto& [n, r] : results) {
+        j.begin_object().field("devices", n).field("enumerated", r.enumerated).field("valid", r.valid)
+            .field("fitting", r.fitting).field("front", static_cast<std::int64_t>(r.front.size())).key("best");
+        if (r.top.empty()) j.null(); else write_record_json(j, r.top.front());
+        j.field("seconds", r.seconds).end_object();
+      }
+      j.end_array().key("smallest_fitting_devices");
+      if (smallest) j.value(*smallest); else j.null();
+      j.end_object();
+      out << '\n';
+    } else {
+      out << "search " << model.name << " on " << cluster.device.name << ", seq " << run.seq << ", global batch "
+          << run.global_batch << ", per device count:\n";
+      TextTable t;
+      t.row({"devices", "valid", "fitting", "front", "best step s", "peak GiB", "tok/s/dev", "best strategy"});
+      for (const auto& [n, r] : results) {
+        if (r.top.empty()) {
+          t.row({std::to_string(n), with_commas(r.valid), "0", "0", "-", "-", "-", "nothing fits"});
+        } else {
+          const ScoredStrategy& b = r.top.front();
+          t.row({std::to_string(n), with_commas(r.valid), with_commas(r.fitting), std::to_string(r.front.size()),
+                 fixed(b.step_s, 3), fixed(b.peak_bytes / kGiB, 2), fixed(b.tokens_per_sec_per_device, 0),
+                 strategy_to_string(b.strategy)});
+        }
+      }
+      t.print(out, "  ");
+      out << (smallest ? "smallest device count with a fitting strategy: " + std::to_string(*smallest)
+                       : std::string("no device count in the list has a fitting strategy"))
+          << '\n';
+    }
+    return smallest ? 0 : 1;
+  }
   const SearchResult result = run_search(space, options);
   std::signal(SIGINT, previous);
 

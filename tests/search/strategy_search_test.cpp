@@ -127,3 +127,21 @@ TEST_CASE("search CLI: JSON shape, byte-identical output, exit 1 when nothing fi
   CHECK(bad.code == 2);
   CHECK(bad.err.find("--tp: 3 is not a divisor of the 8 devices") != std::string::npos);
 }
+
+TEST_CASE("search over a range of device counts names the smallest that fits") {
+  const auto r = meshfit::test::run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "1..8",
+                                     "--seq", "4096", "--global-batch", "32", "--format", "json"});
+  CHECK(r.code == 0);
+  // 1..8 means the doublings 1, 2, 4, 8.
+  const auto at = [&](const std::string& s) { return r.out.find(s); };
+  CHECK(at("{\"devices\":1,") < at("{\"devices\":2,"));
+  CHECK(at("{\"devices\":2,") < at("{\"devices\":4,"));
+  CHECK(at("{\"devices\":4,") < at("{\"devices\":8,"));
+  // One H100 cannot hold 8B parameters' 16+ bytes each, so the answer is above 1.
+  CHECK(r.out.find("\"smallest_fitting_devices\":1}") == std::string::npos);
+  CHECK(r.out.find("\"smallest_fitting_devices\":null") == std::string::npos);
+  const auto bad = meshfit::test::run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8..4",
+                                       "--seq", "4096", "--global-batch", "32"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--devices") != std::string::npos);
+}
