@@ -31,88 +31,101 @@ std::int64_t padded_vocab(std::int64_t vocab, std::int64_t q, std::int64_t tp) {
   return (vocab + unit - 1) / unit * unit;
 }
 
-HardRule first_broken_rule(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
-  const std::int64_t N = cluster.devices;
+bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
   const bool moe = m.is_moe();
-  // H1: the grid covers the devices.
-  if (s.dp < 1 || s.tp < 1 || s.cp < 1 || s.pp < 1 || s.dp * s.tp * s.cp * s.pp != N) return HardRule::H1;
-  // H2: equal micro-batches on every replica.
-  if (s.micro_batch < 1 || s.num_microbatches < 1 ||
-      s.dp * s.micro_batch * s.num_microbatches != run.global_batch) {
-    return HardRule::H2;
-  }
-  if (m.heads % s.tp != 0) return HardRule::H3;
-  if (m.attention == AttentionKind::gqa && m.kv_heads % s.tp != 0 && s.tp % m.kv_heads != 0) return HardRule::H4;
-  const bool has_dense = m.moe_layer_count() < m.layers;
-  if ((has_dense && m.ffn % s.tp != 0) ||
-      (moe && (m.shared_experts * m.shared_expert_ffn) % s.tp != 0) ||
-      (moe && m.expert_ffn % s.etp != 0)) {
-    return HardRule::H5;
-  }
-  // H6 holds by construction of V_pad. H7: SP over a TP group of one is canonicalised by the parser.
-  if (s.sp && s.tp == 1) return HardRule::H7;
-  if (s.sp && (run.seq % s.cp != 0 || (run.seq / s.cp) % s.tp != 0)) return HardRule::H8;
-  if (s.cp > 1) {
-    if (s.cp_algo == CpAlgo::none) return HardRule::H9;
-    if (run.seq % s.cp != 0) return HardRule::H9;
-    if (s.cp_algo != CpAlgo::ulysses && run.seq % (2 * s.cp) != 0) return HardRule::H9;
-  } else if (s.cp_algo != CpAlgo::none) {
-    return HardRule::H9;
-  }
-  if (s.cp_algo == CpAlgo::ulysses && (m.heads / s.tp) % s.cp != 0) return HardRule::H10;
-  if (s.cp_algo == CpAlgo::hybrid && (s.cp_u < 1 || (m.heads / s.tp) % s.cp_u != 0)) return HardRule::H10;
-  if (s.cp_algo == CpAlgo::hybrid && (s.cp_u < 2 || s.cp_u >= s.cp || s.cp % s.cp_u != 0)) return HardRule::H11;
-  // H12: every virtual stage holds at least one layer or the embedding/loss slot.
-  const std::int64_t slots = m.layers + (run.options.account_embedding ? 1 : 0) + (run.options.account_loss ? 1 : 0);
-  if (s.pp * s.vpp > slots) return HardRule::H12;
-  if (!layout_counts_valid(m, run, s)) return HardRule::H12b;
-  if (s.vpp >= 2 && s.pp < 2) return HardRule::H13;
-  // H14: the schedule is defined by the chunking.
-  if (s.pp == 1) {
-    if (s.schedule != Schedule::none || s.vpp != 1) return HardRule::H14;
-  } else {
-    switch (s.schedule) {
-      case Schedule::none: return HardRule::H14;
-      case Schedule::interleaved_1f1b:
-        if (s.vpp < 2) return HardRule::H14;
-        break;
-      case Schedule::dualpipev:
-        if (s.vpp != 2) return HardRule::H14;
-        break;
-      default:
-        if (s.vpp != 1) return HardRule::H14;
+  const std::int64_t tp = std::max<std::int64_t>(1, s.tp);
+  switch (rule) {
+    case HardRule::ok: return true;
+    case HardRule::H1:  // the grid covers the devices
+      return s.dp >= 1 && s.tp >= 1 && s.cp >= 1 && s.pp >= 1 && s.dp * s.tp * s.cp * s.pp == cluster.devices;
+    case HardRule::H2:  // equal micro-batches on every replica
+      return s.micro_batch >= 1 && s.num_microbatches >= 1 &&
+             s.dp * s.micro_batch * s.num_microbatches == run.global_batch;
+    case HardRule::H3: return m.heads % tp == 0;
+    case HardRule::H4:
+      return m.attention != AttentionKind::gqa || m.kv_heads % tp == 0 || tp % m.kv_heads == 0;
+    case HardRule::H5: {
+      const bool has_dense = m.moe_layer_count() < m.layers;
+      return !(has_dense && m.ffn % tp != 0) && !(moe && (m.shared_experts * m.shared_expert_ffn) % tp != 0) &&
+             !(moe && m.expert_ffn % std::max<std::int64_t>(1, s.etp) != 0);
     }
-  }
-  if (moe) {
-    if (m.experts % s.ep != 0) return HardRule::H15;
-    const std::int64_t R = s.stage_ranks();
-    if (run.profile.expert_rule == "torchtitan") {
-      const std::int64_t G = s.zero >= 1 ? s.shard_group : s.dp * s.cp;
-      if (s.etp != 1 || (G * s.tp) % s.ep != 0) return HardRule::H16;
-    } else {
-      if (R % (s.ep * s.etp) != 0) return HardRule::H16;
-      if (s.zero >= 1 && (s.shard_group * s.tp) % (s.ep * s.etp) != 0) return HardRule::H16;
+    case HardRule::H6: return true;  // holds by construction of V_pad
+    case HardRule::H7: return !(s.sp && s.tp == 1);
+    case HardRule::H8: return !(s.sp && (run.seq % s.cp != 0 || (run.seq / s.cp) % tp != 0));
+    case HardRule::H9:
+      if (s.cp > 1) {
+        return s.cp_algo != CpAlgo::none && run.seq % s.cp == 0 &&
+               (s.cp_algo == CpAlgo::ulysses || run.seq % (2 * s.cp) == 0);
+      }
+      return s.cp_algo == CpAlgo::none;
+    case HardRule::H10:
+      if (s.cp_algo == CpAlgo::ulysses) return (m.heads / tp) % s.cp == 0;
+      if (s.cp_algo == CpAlgo::hybrid) return s.cp_u >= 1 && (m.heads / tp) % s.cp_u == 0;
+      return true;
+    case HardRule::H11:
+      return s.cp_algo != CpAlgo::hybrid || (s.cp_u >= 2 && s.cp_u < s.cp && s.cp % s.cp_u == 0);
+    case HardRule::H12: {  // every virtual stage holds a layer or the embedding/loss slot
+      const std::int64_t slots = m.layers + (run.options.account_embedding ? 1 : 0) + (run.options.account_loss ? 1 : 0);
+      return s.pp * s.vpp <= slots;
     }
-    if (s.tp > 1 && !s.sp) return HardRule::H17;
-  } else if (s.ep != 1 || s.etp != 1) {
-    return HardRule::H18;
+    case HardRule::H12b: return layout_counts_valid(m, run, s);
+    case HardRule::H13: return !(s.vpp >= 2 && s.pp < 2);
+    case HardRule::H14:  // the schedule is defined by the chunking
+      if (s.pp == 1) return s.schedule == Schedule::none && s.vpp == 1;
+      switch (s.schedule) {
+        case Schedule::none: return false;
+        case Schedule::interleaved_1f1b: return s.vpp >= 2;
+        case Schedule::dualpipev: return s.vpp == 2;
+        default: return s.vpp == 1;
+      }
+    case HardRule::H15: return !moe || m.experts % s.ep == 0;
+    case HardRule::H16: {
+      if (!moe) return true;
+      if (run.profile.expert_rule == "torchtitan") {
+        const std::int64_t G = s.zero >= 1 ? s.shard_group : s.dp * s.cp;
+        return s.etp == 1 && (G * s.tp) % s.ep == 0;
+      }
+      return s.stage_ranks() % (s.ep * s.etp) == 0 && !(s.zero >= 1 && (s.shard_group * s.tp) % (s.ep * s.etp) != 0);
+    }
+    case HardRule::H17: return !moe || !(s.tp > 1 && !s.sp);
+    case HardRule::H18: return moe || (s.ep == 1 && s.etp == 1);
+    case HardRule::H19:
+      if (s.zero < 0 || s.zero > 3) return false;
+      if (s.zero >= 1) return s.shard_group >= 2 && (s.dp * s.cp) % s.shard_group == 0;
+      return s.shard_group == 1;
+    case HardRule::H20: return s.recompute_layers >= 0 && !(s.recompute_layers != 0 && s.recompute != Recompute::full);
+    case HardRule::H21: return true;  // values only when listed: the search's concern
+    case HardRule::H22: return !(s.schedule == Schedule::dualpipev && s.num_microbatches < 2 * s.pp);
+    case HardRule::H23:
+      return !(s.schedule == Schedule::interleaved_1f1b && (s.num_microbatches < s.pp || s.num_microbatches % s.pp != 0));
+    case HardRule::S1: return run.rules != Rules::sapp_nd || s.pp == 1 || s.num_microbatches >= s.pp;
+    case HardRule::S2: return run.rules != Rules::sapp_nd || s.zero == 0 || (s.tp * s.shard_group) % s.cp == 0;
   }
-  if (s.zero < 0 || s.zero > 3) return HardRule::H19;
-  if (s.zero >= 1 && (s.shard_group < 2 || (s.dp * s.cp) % s.shard_group != 0)) return HardRule::H19;
-  if (s.zero == 0 && s.shard_group != 1) return HardRule::H19;
-  if (s.recompute_layers != 0 && s.recompute != Recompute::full) return HardRule::H20;
-  if (s.recompute_layers < 0) return HardRule::H20;
-  // H21 (values only when listed) is the search's concern: a given strategy lists its own values.
-  if (s.schedule == Schedule::dualpipev && s.num_microbatches < 2 * s.pp) return HardRule::H22;
-  if (s.schedule == Schedule::interleaved_1f1b &&
-      (s.num_microbatches < s.pp || s.num_microbatches % s.pp != 0)) {
-    return HardRule::H23;
-  }
-  if (run.rules == Rules::sapp_nd) {
-    if (s.pp > 1 && s.num_microbatches < s.pp) return HardRule::S1;
-    if (s.zero >= 1 && (s.tp * s.shard_group) % s.cp != 0) return HardRule::S2;
+  return true;
+}
+
+namespace {
+constexpr HardRule kRuleOrder[] = {HardRule::H1,  HardRule::H2,  HardRule::H3,  HardRule::H4,   HardRule::H5,
+                                   HardRule::H6,  HardRule::H7,  HardRule::H8,  HardRule::H9,   HardRule::H10,
+                                   HardRule::H11, HardRule::H12, HardRule::H12b, HardRule::H13, HardRule::H14,
+                                   HardRule::H15, HardRule::H16, HardRule::H17, HardRule::H18,  HardRule::H19,
+                                   HardRule::H20, HardRule::H21, HardRule::H22, HardRule::H23,  HardRule::S1,
+                                   HardRule::S2};
+}  // namespace
+
+HardRule first_broken_rule(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
+  for (HardRule r : kRuleOrder) {
+    if (!rule_holds(r, m, run, cluster, s)) return r;
   }
   return HardRule::ok;
+}
+
+std::vector<HardRule> broken_rules(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
+  std::vector<HardRule> out;
+  for (HardRule r : kRuleOrder) {
+    if (!rule_holds(r, m, run, cluster, s)) out.push_back(r);
+  }
+  return out;
 }
 
 std::string explain_rule(HardRule r, const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "estimators/device.hpp"
 #include "estimators/model.hpp"
@@ -33,6 +34,10 @@ std::int64_t padded_vocab(std::int64_t vocab, std::int64_t pad_multiple, std::in
 // The first hard rule `s` breaks, in table order (HardRule::ok if none). The strategy must already
 // have its derived fields filled (dp, m, G, cp_u). Allocation-free.
 HardRule first_broken_rule(const Model& model, const Run& run, const Cluster& cluster, const Strategy& s);
+
+// Whether `s` satisfies one rule, and every rule it breaks in table order (for `explain`).
+bool rule_holds(HardRule r, const Model& model, const Run& run, const Cluster& cluster, const Strategy& s);
+std::vector<HardRule> broken_rules(const Model& model, const Run& run, const Cluster& cluster, const Strategy& s);
 
 // A sentence naming the rule, the symbols and their values, for error messages.
 std::string explain_rule(HardRule r, const Model& model, const Run& run, const Cluster& cluster,
