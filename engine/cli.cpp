@@ -29,6 +29,7 @@ const std::map<std::string, CommandInfo>& commands() {
       {"devices", {command_devices, "list the bundled device presets"}},
       {"show", {command_show, "the resolved model: dims, layer kinds, parameter counts by part"}},
       {"estimate", {command_estimate, "per-stage, per-term peak memory of one strategy"}},
+      {"explain", {command_explain, "why a strategy does or does not fit, and what single change would"}},
       {"search", {command_search, "every strategy scored; the Pareto front of those that fit"}},
       {"validate", {command_validate, "estimate measured cases and compare (median error, worst misses)"}},
   };

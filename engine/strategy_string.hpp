@@ -15,8 +15,9 @@ namespace meshfit {
 
 // Throws InputError naming the key (or the broken rule). `warnings` receives canonicalisations
 // (sp with tp = 1).
+// With `check_rules` false the hard rules are left to the caller (`explain` reports them all).
 Strategy parse_strategy(const std::string& text, const Model& model, const Run& run, const Cluster& cluster,
-                        std::vector<std::string>& warnings);
+                        std::vector<std::string>& warnings, bool check_rules = true);
 
 // The strategy object of cli.md, in its key order (null where a value does not apply).
 void write_strategy_json(JsonWriter& j, const Strategy& s);

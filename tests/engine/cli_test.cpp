@@ -164,3 +164,35 @@ TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from 
   flag.insert(flag.end(), {"--recompute-switches", "everything"});
   CHECK(run(flag).err.find("'--recompute-switches': expected megatron_core_attn") != std::string::npos);
 }
+
+TEST_CASE("explain: every broken rule; the overflow; single changes that fit") {
+  const std::vector<std::string> base = {"explain", "--model", "llama-3.1-70b", "--device", "h100-80gb", "--devices",
+                                         "64", "--seq", "4096", "--global-batch", "16", "--strategy"};
+  auto with = [&](const std::string& s, bool json = false) {
+    std::vector<std::string> a = base;
+    a.push_back(s);
+    if (json) a.insert(a.end(), {"--format", "json"});
+    return run(a);
+  };
+  // Ulysses over cp 8 after tp 8 leaves 64/8 = 8 heads per TP rank, divisible by 8 (H10 holds);
+  // shard group 3 divides nothing (H19). The strategy string names both problems that apply.
+  const auto bad = with("tp=8,sp=true,cp=8,dp=1,cp_algo=ulysses,zero=1,shard_group=3");
+  CHECK(bad.code == 1);
+  CHECK(bad.out.find("INVALID") != std::string::npos);
+  CHECK(bad.out.find("H19") != std::string::npos);
+  // 70B at tp 8 without ZeRO or pipelining: the optimizer term alone is larger than the excess,
+  // and pipelining over 8 stages fits.
+  const auto over = with("dp=8,tp=8,sp=true,mbs=1");
+  CHECK(over.code == 1);
+  CHECK(over.out.find("DOES NOT FIT: stage 0") != std::string::npos);
+  CHECK(over.out.find("removing this term alone would fit") != std::string::npos);
+  CHECK(over.out.find("pp 1→8") != std::string::npos);
+  const auto j = with("dp=8,tp=8,sp=true,mbs=1", true);
+  CHECK(j.out.find("\"valid\":true") != std::string::npos);
+  CHECK(j.out.find("\"overflow\":{\"stage\":0,\"excess_gib\":") != std::string::npos);
+  CHECK(j.out.find("\"changes_fit\":true") != std::string::npos);
+  // EX8's strategy fits: exit 0 with its headroom.
+  const auto ok = with("dp=2,tp=8,sp=true,pp=4,zero=1,recompute=selective,mbs=1");
+  CHECK(ok.code == 0);
+  CHECK(ok.out.find("fits with") != std::string::npos);
+}
