@@ -1,6 +1,7 @@
 #include "estimators/strategy_rules.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "estimators/pipeline_layout.hpp"
 
@@ -105,13 +106,15 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
 }
 
 namespace {
-constexpr HardRule kRuleOrder[] = {HardRule::H1,  HardRule::H2,  HardRule::H3,  HardRule::H4,   HardRule::H5,
+constexpr std::array<HardRule, 26> kRuleOrder = {HardRule::H1,  HardRule::H2,  HardRule::H3,  HardRule::H4,   HardRule::H5,
                                    HardRule::H6,  HardRule::H7,  HardRule::H8,  HardRule::H9,   HardRule::H10,
                                    HardRule::H11, HardRule::H12, HardRule::H12b, HardRule::H13, HardRule::H14,
                                    HardRule::H15, HardRule::H16, HardRule::H17, HardRule::H18,  HardRule::H19,
                                    HardRule::H20, HardRule::H21, HardRule::H22, HardRule::H23,  HardRule::S1,
                                    HardRule::S2};
 }  // namespace
+
+std::span<const HardRule> hard_rule_order() { return kRuleOrder; }
 
 HardRule first_broken_rule(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
   for (HardRule r : kRuleOrder) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ std::int64_t padded_vocab(std::int64_t vocab, std::int64_t pad_multiple, std::in
 // The first hard rule `s` breaks, in table order (HardRule::ok if none). The strategy must already
 // have its derived fields filled (dp, m, G, cp_u). Allocation-free.
 HardRule first_broken_rule(const Model& model, const Run& run, const Cluster& cluster, const Strategy& s);
+
+// The hard rules in the order of the table (§3.1), the order in which they are checked.
+std::span<const HardRule> hard_rule_order();
 
 // Whether `s` satisfies one rule, and every rule it breaks in table order (for `explain`).
 bool rule_holds(HardRule r, const Model& model, const Run& run, const Cluster& cluster, const Strategy& s);

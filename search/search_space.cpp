@@ -81,6 +81,11 @@ std::optional<RuleSlot> SearchSpace::first_failure(const Strategy& s) const {
   return std::nullopt;
 }
 
+bool SearchSpace::slot_holds(std::size_t slot, const Strategy& s) const {
+  if (slot >= 27) return policy_holds(static_cast<Policy>(slot - 27), *model, *run, *cluster, s);
+  return rule_holds(static_cast<HardRule>(slot), *model, *run, *cluster, s);
+}
+
 void SearchSpace::check_pins() const {
   const std::int64_t N = cluster->devices;
   auto in = [](const std::vector<std::int64_t>& dom, std::int64_t v) {

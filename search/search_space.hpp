@@ -12,6 +12,7 @@
 #include "estimators/strategy.hpp"
 #include "estimators/strategy_rules.hpp"
 #include "search/policies.hpp"
+#include "search/rule_plan.hpp"
 
 namespace meshfit {
 
@@ -46,6 +47,9 @@ struct Position {
   // candidate fails H12 unless one of H2–H11 fails first, and none of those reads vpp or the
   // schedule, so one vpp of that tail speaks for all of them (ruling 7: the histogram counts each).
   std::int64_t weight;
+  // The first failing rule's histogram slot (slot_index), or kValid.
+  std::size_t failed;
+  static constexpr std::size_t kValid = SIZE_MAX;
 };
 
 struct SearchSpace {
@@ -55,15 +59,20 @@ struct SearchSpace {
   Pins pins;
   PolicySet policies;
   bool weighted_tails = true;  // enumerate the H12 tail of vpp once, weighted (see Position)
+  bool prune_subtrees = true;  // skip a subtree whose first failing rule is known (rule_plan.hpp)
 
   // Ordered (tp, cp, pp) triples whose product divides N, within the pins (the parallel split).
   std::vector<std::array<std::int64_t, 3>> triples() const;
   // Enumerates every canonical candidate of a triple; for fixed other values the micro-batch size
   // rises. `visit(strategy, position)` gets derived fields filled (m = 0 when gb mod dp·b ≠ 0).
-  template <class Visit>
-  void for_each(const std::array<std::int64_t, 3>& triple, Visit&& visit) const;
+  // `position.failed` is the candidate's first failing rule (rule_plan.hpp). With prune_subtrees,
+  // a subtree whose every candidate's first failure is known is not descended into:
+  // `reject(slot_index, count)` gets its candidates instead, credited as ruling 7 says.
+  template <class Visit, class Reject>
+  void for_each(const std::array<std::int64_t, 3>& triple, Visit&& visit, Reject&& reject) const;
   // The first failing rule in table order, or nullopt for a valid candidate.
   std::optional<RuleSlot> first_failure(const Strategy& s) const;
+  bool slot_holds(std::size_t slot_index, const Strategy& s) const;
   // Throws std::invalid_argument naming a pinned value outside its free domain.
   void check_pins() const;
 

@@ -10,11 +10,16 @@ template <class T>
 bool allowed(const std::vector<T>& pins, const T& v) {
   return pins.empty() || std::find(pins.begin(), pins.end(), v) != pins.end();
 }
+template <class T>
+std::int64_t count_allowed(const std::vector<T>& pins, const std::vector<T>& domain) {
+  return static_cast<std::int64_t>(std::count_if(domain.begin(), domain.end(), [&](const T& v) { return allowed(pins, v); }));
+}
 }  // namespace space_detail
 
-template <class Visit>
-void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& visit) const {
+template <class Visit, class Reject>
+void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& visit, Reject&& reject) const {
   using space_detail::allowed;
+  using space_detail::count_allowed;
   const Model& m = *model;
   const std::int64_t N = cluster->devices;
   const std::int64_t tp = triple[0], cp = triple[1], pp = triple[2];
@@ -34,15 +39,109 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   }
   std::vector<std::int64_t> eps = {1}, etps = {1};
   if (m.is_moe()) eps = etps = stage_divisors;
+  // ZeRO 0 with G = 1, then each stage with every G = cp·j, j | dp, G ≥ 2 (ruling 3).
+  std::vector<std::pair<int, std::int64_t>> zeros;
+  if (allowed(pins.zero, std::int64_t{0})) zeros.emplace_back(0, 1);
+  if (dp * cp > 1) {
+    for (int z = 1; z <= 3; ++z) {
+      if (!allowed(pins.zero, std::int64_t{z})) continue;
+      for (std::int64_t j : dp_divisors) {
+        const std::int64_t G = cp * j;
+        if (G >= 2 && allowed(pins.shard_group, G)) zeros.emplace_back(z, G);
+      }
+    }
+  }
+  std::int64_t modes = 0;
+  for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) modes += allowed(pins.recompute, rc);
+
+  // vpp 1..L with the schedule it implies, then one pass per listed-only schedule (H21). A pass's
+  // weight: 0 when the pins skip it, above 1 for the one vpp that stands for the H12 tail (vpp with
+  // pp·vpp > L_eff, walked once with the weight of all of it; see Position).
+  const std::int64_t vpp_max = pp > 1 ? m.layers : 1;
+  const std::int64_t passes = vpp_max + (pp > 1 ? static_cast<std::int64_t>(extra_schedules.size()) : 0);
+  const std::int64_t slots = m.layers + (run->options.account_embedding ? 1 : 0) + (run->options.account_loss ? 1 : 0);
+  auto default_schedule = [&](std::int64_t vpp) {
+    return pp == 1 ? Schedule::none : (vpp >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b);
+  };
+  auto pass_vpp = [&](std::int64_t pass) {
+    return pass <= vpp_max ? pass : extra_schedules[static_cast<std::size_t>(pass - vpp_max - 1)] == Schedule::dualpipev ? 2 : 1;
+  };
+  auto pass_schedule = [&](std::int64_t pass) {
+    return pass <= vpp_max ? default_schedule(pass) : extra_schedules[static_cast<std::size_t>(pass - vpp_max - 1)];
+  };
+  std::int64_t tail_weight = 0, tail_first = 0;
+  if (weighted_tails) {
+    for (std::int64_t v = vpp_max; v >= 1 && pp * v > slots; --v) {
+      if (!allowed(pins.vpp, v) || (pp > 1 && !allowed(pins.schedule, default_schedule(v)))) continue;
+      ++tail_weight;
+      tail_first = v;
+    }
+  }
+  std::vector<std::int64_t> pass_weight(static_cast<std::size_t>(passes + 1), 0);
+  std::int64_t all_passes = 0;
+  for (std::int64_t pass = 1; pass <= passes; ++pass) {
+    std::int64_t w = 1;
+    if (pass <= vpp_max && tail_weight > 0 && pp * pass > slots) w = pass == tail_first ? tail_weight : 0;
+    if (pp > 1 && !allowed(pins.schedule, pass_schedule(pass))) w = 0;
+    if (!allowed(pins.vpp, pass_vpp(pass))) w = 0;
+    pass_weight[static_cast<std::size_t>(pass)] = w;
+    all_passes += w;
+  }
+  const std::int64_t n_zero = static_cast<std::int64_t>(zeros.size());
+  const std::int64_t n_ep = count_allowed(pins.ep, eps), n_etp = count_allowed(pins.etp, etps);
+  const std::int64_t n_algo = count_allowed(pins.cp_algo, algos);
+  const std::int64_t n_sp = static_cast<std::int64_t>(std::count_if(sps.begin(), sps.end(), [&](bool v) { return allowed(pins.sp, v); }));
+  const std::int64_t below_pass = n_ep * n_etp * n_zero * modes;  // candidates per b under one pass
+  bool etp_domain_ok = true;  // H5's expert clause holds for every etp enumerated
+  for (std::int64_t etp : etps) {
+    if (allowed(pins.etp, etp) && m.expert_ffn % etp != 0) etp_domain_ok = false;
+  }
+  const RulePlan plan = make_rule_plan(*this, etp_domain_ok);
 
   Strategy s;
   s.tp = tp;
   s.cp = cp;
   s.pp = pp;
   s.dp = dp;
+  // First failing rule index (into plan.rules) on the path so far, per level: one for the rules
+  // that do not read b, one per micro-batch size for those that do.
+  const std::size_t nb_count = bs.size();
+  std::array<std::size_t, kLevels> first{};
+  std::vector<std::size_t> first_b(static_cast<std::size_t>(kLevels) * nb_count, RulePlan::kNone);
+  auto set_b = [&](std::size_t bi) {
+    s.micro_batch = bs[bi];
+    s.num_microbatches = run->global_batch % (dp * bs[bi]) == 0 ? run->global_batch / (dp * bs[bi]) : 0;
+  };
+  // Evaluates the rules of `level` at this node; true when the subtree (`per_b` candidates per
+  // micro-batch size) is decided and has been credited to its rules instead of being walked.
+  auto enter = [&](int level, std::int64_t per_b) {
+    const auto L = static_cast<std::size_t>(level);
+    const std::size_t parent = level == 0 ? RulePlan::kNone : first[L - 1];
+    first[L] = std::min(parent, first_failing(*this, plan, level, false, s, parent));
+    for (std::size_t bi = 0; bi < nb_count; ++bi) {
+      const std::size_t parent_b = level == 0 ? RulePlan::kNone : first_b[(L - 1) * nb_count + bi];
+      const std::size_t bound = std::min(parent_b, first[L]);
+      std::size_t f = parent_b;
+      if (!plan.at[2 * L + 1].empty() && plan.at[2 * L + 1].front() < bound) {
+        set_b(bi);
+        f = std::min(parent_b, first_failing(*this, plan, level, true, s, bound));
+      }
+      first_b[L * nb_count + bi] = f;
+    }
+    // Decided when a rule fails for the whole subtree and every earlier rule has been evaluated.
+    if (!prune_subtrees || per_b == 0 || first[L] >= plan.deeper[L]) return false;
+    for (std::size_t bi = 0; bi < nb_count; ++bi) {
+      reject(plan.rules[std::min(first[L], first_b[L * nb_count + bi])].slot, per_b);
+    }
+    return true;
+  };
+  s.ep = s.etp = 1;  // a dense model's throughout; H5's tp clause is read with etp = 1
+  const std::int64_t below_sp = n_algo * all_passes * below_pass;
+  if (enter(triple_level, n_sp * below_sp)) return;
   for (bool sp : sps) {
     if (!allowed(pins.sp, sp)) continue;
     s.sp = sp;
+    if (enter(sp_level, below_sp)) continue;
     for (CpAlgo algo : algos) {
       if (!allowed(pins.cp_algo, algo)) continue;
       s.cp_algo = algo;
@@ -51,61 +150,26 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
                    ? hybrid_ulysses_degree(m, s, cluster->device.devices_per_node,
                                            policies.enabled(Policy::ulysses_kv_divisible))
                    : 1;
-      // vpp 1..L with the schedule it implies, then one pass per listed-only schedule (H21).
-      const std::int64_t vpp_max = pp > 1 ? m.layers : 1;
-      const std::int64_t passes = vpp_max + (pp > 1 ? static_cast<std::int64_t>(extra_schedules.size()) : 0);
-      const std::int64_t slots = m.layers + (run->options.account_embedding ? 1 : 0) + (run->options.account_loss ? 1 : 0);
-      auto default_schedule = [&](std::int64_t vpp) {
-        return pp == 1 ? Schedule::none : (vpp >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b);
-      };
-      auto enumerated_vpp = [&](std::int64_t vpp) {
-        return allowed(pins.vpp, vpp) && (pp == 1 || allowed(pins.schedule, default_schedule(vpp)));
-      };
-      // The H12 tail: vpp with pp·vpp > L_eff, walked once with the weight of all of it.
-      std::int64_t tail_weight = 0, tail_first = 0;
-      if (weighted_tails) {
-        for (std::int64_t v = vpp_max; v >= 1 && pp * v > slots; --v) {
-          if (!enumerated_vpp(v)) continue;
-          ++tail_weight;
-          tail_first = v;
-        }
-      }
+      if (enter(algo_level, all_passes * below_pass)) continue;
       for (std::int64_t pass = 1; pass <= passes; ++pass) {
-        std::int64_t weight = 1;
-        if (pass <= vpp_max) {
-          if (tail_weight > 0 && pp * pass > slots) {
-            if (pass != tail_first) continue;
-            weight = tail_weight;
-          }
-          s.vpp = pass;
-          s.schedule = default_schedule(pass);
-          if (pp > 1 && !allowed(pins.schedule, s.schedule)) continue;
-        } else {
-          s.schedule = extra_schedules[static_cast<std::size_t>(pass - vpp_max - 1)];
-          s.vpp = s.schedule == Schedule::dualpipev ? 2 : 1;
-        }
-        if (!allowed(pins.vpp, s.vpp)) continue;
+        const std::int64_t weight = pass_weight[static_cast<std::size_t>(pass)];
+        if (weight == 0) continue;
+        s.vpp = pass_vpp(pass);
+        s.schedule = pass_schedule(pass);
+        if (enter(pass_level, weight * below_pass)) continue;
         for (std::int64_t ep : eps) {
           if (!allowed(pins.ep, ep)) continue;
           s.ep = ep;
+          if (enter(ep_level, weight * n_etp * n_zero * modes)) continue;
           for (std::int64_t etp : etps) {
             if (!allowed(pins.etp, etp)) continue;
             s.etp = etp;
-            // ZeRO 0 with G = 1, then each stage with every G = cp·j, j | dp, G ≥ 2 (ruling 3).
-            std::vector<std::pair<int, std::int64_t>> zeros;
-            if (allowed(pins.zero, std::int64_t{0})) zeros.emplace_back(0, 1);
-            if (dp * cp > 1) {
-              for (int z = 1; z <= 3; ++z) {
-                if (!allowed(pins.zero, std::int64_t{z})) continue;
-                for (std::int64_t j : dp_divisors) {
-                  const std::int64_t G = cp * j;
-                  if (G >= 2 && allowed(pins.shard_group, G)) zeros.emplace_back(z, G);
-                }
-              }
-            }
+            if (enter(etp_level, weight * n_zero * modes)) continue;
             for (const auto& [z, G] : zeros) {
               s.zero = z;
               s.shard_group = G;
+              if (enter(zero_level, weight * modes)) continue;
+              const std::size_t* fb = &first_b[static_cast<std::size_t>(zero_level) * nb_count];
               std::size_t mode_index = 0;
               for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
                 if (!allowed(pins.recompute, rc)) continue;
@@ -116,7 +180,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
                   const std::int64_t b = bs[bi];
                   s.micro_batch = b;
                   s.num_microbatches = run->global_batch % (dp * b) == 0 ? run->global_batch / (dp * b) : 0;
-                  visit(s, Position{bi == 0, bi, mode_index, weight});
+                  const std::size_t f = std::min(first[zero_level], fb[bi]);
+                  visit(s, Position{bi == 0, bi, mode_index, weight, f == RulePlan::kNone ? Position::kValid : plan.rules[f].slot});
                 }
                 ++mode_index;
               }

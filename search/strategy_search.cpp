@@ -111,14 +111,11 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             break;
           }
           bool b_run_failed = false;
-          std::vector<std::optional<RuleSlot>> rules(space.micro_batches().size());
           space.for_each(triples[t], [&](const Strategy& s, const Position& at) {
             if (at.first) b_run_failed = false;
             acc.enumerated += at.weight;
-            // The rules do not read the recompute mode: evaluate them for the first mode only.
-            if (at.mode_index == 0) rules[at.b_index] = space.first_failure(s);
-            if (const auto& failure = rules[at.b_index]) {
-              acc.histogram[slot_index(*failure)] += at.weight;
+            if (at.failed != Position::kValid) {
+              acc.histogram[at.failed] += at.weight;
               return;
             }
             if (at.weight != 1) throw std::logic_error("a weighted H12-tail candidate passed every rule");
@@ -145,6 +142,9 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             x.mfu = time.mfu;
             ++acc.fitting;
             acc.add_fitting(x);
+          }, [&](std::size_t slot, std::int64_t count) {
+            acc.enumerated += count;
+            acc.histogram[slot] += count;
           });
           const std::size_t n = ++done;
           if (options.progress) options.progress(n, triples.size());

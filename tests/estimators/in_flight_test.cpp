@@ -61,6 +61,8 @@ TEST_CASE("interleaved 1F1B: the bounded simulation equals the full timeline") {
         for (std::int64_t i = 0; i < pp; ++i) {
           std::vector<double> A;
           for (std::int64_t c = 0; c < v; ++c) A.push_back(100.0 + static_cast<double>((c * 37 + i * 11) % 17));
+          std::vector<double> with_empty_chunk = A;  // a chunk that keeps nothing: the plain simulation
+          with_empty_chunk[static_cast<std::size_t>(v - 1)] = 0;
           Strategy s;
           s.pp = pp;
           s.vpp = v;
@@ -71,6 +73,7 @@ TEST_CASE("interleaved 1F1B: the bounded simulation equals the full timeline") {
           CAPTURE(m);
           CAPTURE(i);
           CHECK(in_flight(s, i, A).peak == reference_interleaved(pp, v, m, i, A));
+          CHECK(in_flight(s, i, with_empty_chunk).peak == reference_interleaved(pp, v, m, i, with_empty_chunk));
         }
       }
     }

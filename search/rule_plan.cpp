@@ -1,0 +1,101 @@
+#include "search/rule_plan.hpp"
+
+#include <algorithm>
+
+#include "search/search_space.hpp"
+
+namespace meshfit {
+
+std::uint32_t hard_rule_reads(HardRule r) {
+  constexpr std::uint32_t grid = kTp | kCp | kPp;  // dp = N/(tp·cp·pp)
+  switch (r) {
+    case HardRule::ok: return 0;
+    case HardRule::H1: return grid;
+    case HardRule::H2: return grid | kMicroBatch;
+    case HardRule::H3: return kTp;
+    case HardRule::H4: return kTp;
+    case HardRule::H5: return kTp | kEtp;
+    case HardRule::H6: return 0;
+    case HardRule::H7: return kSp | kTp;
+    case HardRule::H8: return kSp | kCp | kTp;
+    case HardRule::H9: return kCp | kCpAlgo;
+    case HardRule::H10: return kCpAlgo | kCp | kTp;
+    case HardRule::H11: return kCpAlgo | kCp;
+    case HardRule::H12: return kPp | kVpp;
+    case HardRule::H12b: return kPp | kVpp | kSchedule;
+    case HardRule::H13: return kPp | kVpp;
+    case HardRule::H14: return kPp | kVpp | kSchedule;
+    case HardRule::H15: return kEp;
+    case HardRule::H16: return grid | kEp | kEtp | kZero | kShardGroup;
+    case HardRule::H17: return kTp | kSp;
+    case HardRule::H18: return kEp | kEtp;
+    case HardRule::H19: return grid | kZero | kShardGroup;
+    case HardRule::H20: return kRecompute;  // and n_rc
+    case HardRule::H21: return 0;
+    case HardRule::H22: return grid | kSchedule | kMicroBatch;
+    case HardRule::H23: return grid | kSchedule | kMicroBatch;
+    case HardRule::S1: return grid | kMicroBatch;
+    case HardRule::S2: return grid | kZero | kShardGroup;
+  }
+  return ~0u;
+}
+
+namespace {
+
+int level_of(std::uint32_t reads, bool moe) {
+  if (!moe) reads &= ~(kEp | kEtp);  // fixed at 1 before the loops
+  if (reads & (kZero | kShardGroup)) return zero_level;
+  if (reads & kEtp) return etp_level;
+  if (reads & kEp) return ep_level;
+  if (reads & (kVpp | kSchedule)) return pass_level;
+  if (reads & kCpAlgo) return algo_level;
+  if (reads & kSp) return sp_level;
+  return triple_level;
+}
+
+}  // namespace
+
+RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
+  const bool moe = space.model->is_moe();
+  RulePlan plan;
+  for (HardRule r : hard_rule_order()) {
+    std::uint32_t reads = hard_rule_reads(r);
+    // The enumeration keeps n_rc = 0, for which H20 holds in every mode: it never fails.
+    if (r == HardRule::H20) continue;
+    if (r == HardRule::H5 && etp_domain_ok) reads &= ~kEtp;  // evaluated with etp = 1
+    plan.rules.push_back({static_cast<std::size_t>(r), level_of(reads, moe), (reads & kMicroBatch) != 0});
+  }
+  const std::uint32_t given = space.pins.given();
+  for (std::size_t i = 0; i < kPolicyCount; ++i) {
+    const Policy p = static_cast<Policy>(i);
+    if (!space.policies.enabled(p)) continue;
+    const std::uint32_t reads = policy_reads(p);
+    if ((given & reads) == reads) continue;  // every dimension it reads was given (§2.3)
+    if (p == Policy::full_recompute_all) continue;  // holds by construction: n_rc is not enumerated
+    plan.rules.push_back({27 + i, level_of(reads, moe), (reads & kMicroBatch) != 0});
+  }
+  for (std::size_t k = 0; k < plan.rules.size(); ++k) {
+    plan.at[static_cast<std::size_t>(2 * plan.rules[k].level + (plan.rules[k].reads_b ? 1 : 0))].push_back(k);
+  }
+  for (int level = 0; level < kLevels; ++level) {
+    plan.deeper[static_cast<std::size_t>(level)] = plan.rules.size();
+    for (std::size_t k = 0; k < plan.rules.size(); ++k) {
+      if (plan.rules[k].level > level) {
+        plan.deeper[static_cast<std::size_t>(level)] = k;
+        break;
+      }
+    }
+  }
+  return plan;
+}
+
+std::size_t first_failing(const SearchSpace& space, const RulePlan& plan, int level, bool per_b,
+                          const Strategy& s, std::size_t bound) {
+  for (std::size_t k : plan.at[static_cast<std::size_t>(2 * level + (per_b ? 1 : 0))]) {
+    if (k >= bound) break;
+    if (!space.slot_holds(plan.rules[k].slot, s)) return k;
+  }
+  return RulePlan::kNone;
+}
+
+}  // namespace meshfit
