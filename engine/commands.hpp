@@ -14,6 +14,7 @@ int command_show(const std::vector<std::string>& args, std::ostream& out, std::o
 int command_estimate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int command_search(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int command_check(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int command_explain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace meshfit

@@ -1,0 +1,164 @@
+#include "engine/check_runner.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <exception>
+
+#include <tbb/parallel_for.h>
+
+#include "engine/cli_options.hpp"
+#include "engine/device_config.hpp"
+#include "engine/input_error.hpp"
+#include "engine/memory_terms.hpp"
+#include "engine/model_config.hpp"
+#include "engine/strategy_string.hpp"
+#include "engine/text_format.hpp"
+#include "estimators/memory_model.hpp"
+#include "estimators/step_time.hpp"
+#include "search/strategy_search.hpp"
+
+namespace meshfit {
+
+const char* to_string(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::pass: return "pass";
+    case CheckStatus::fail: return "fail";
+    case CheckStatus::error: return "error";
+  }
+  return "error";
+}
+
+namespace {
+
+std::string gib(double g) { return fixed(g, 2) + " GiB"; }
+
+// Fills the memory figures of `s` into `r`; returns the report.
+MemoryReport record_memory(const Model& m, const Run& run, const Cluster& c, const Strategy& s, double headroom,
+                           CheckResult& r) {
+  const MemoryReport mem = estimate_memory(m, run, c, s, headroom);
+  r.peak_gib = mem.peak / kGiB;
+  r.peak_stage = mem.peak_stage;
+  r.terms_gib.clear();
+  for (const auto& [name, bytes] : stage_terms(mem.stages[static_cast<std::size_t>(mem.peak_stage)])) {
+    r.terms_gib.emplace_back(name, bytes / kGiB);
+  }
+  return mem;
+}
+
+void check_pinned(const CheckEntry& e, const Model& m, const Run& run, const Cluster& c, double headroom,
+                  CheckResult& r) {
+  std::vector<std::string> warnings;
+  const Strategy s = parse_strategy(*e.strategy, m, run, c, warnings);
+  r.strategy = s;
+  const MemoryReport mem = record_memory(m, run, c, s, headroom, r);
+  const TimeReport t = estimate_step_time(m, run, c, s);
+  r.step_time_s = t.step;
+  r.tokens_per_sec_per_device = t.tokens_per_sec_per_device;
+  std::vector<std::string> problems;
+  if (!mem.fits) {
+    const auto [term, bytes] = dominant_term(mem.stages[static_cast<std::size_t>(mem.peak_stage)]);
+    problems.push_back("peak " + gib(mem.peak / kGiB) + " on stage " + std::to_string(mem.peak_stage) +
+                       " exceeds the budget " + gib(mem.budget / kGiB) + " by " + gib((mem.peak - mem.budget) / kGiB) +
+                       "; largest term " + term + " (" + gib(bytes / kGiB) + ")");
+  }
+  if (e.max_peak_gib && mem.peak / kGiB > *e.max_peak_gib) {
+    problems.push_back("peak " + gib(mem.peak / kGiB) + " above the expected max_peak_gib " + gib(*e.max_peak_gib));
+  }
+  if (e.min_tokens_per_sec_per_device && t.tokens_per_sec_per_device < *e.min_tokens_per_sec_per_device) {
+    problems.push_back(fixed(t.tokens_per_sec_per_device, 1) + " tokens/s per device, below the expected " +
+                       fixed(*e.min_tokens_per_sec_per_device, 1));
+  }
+  for (const auto& p : problems) r.reason += (r.reason.empty() ? "" : "; ") + p;
+  r.status = problems.empty() ? CheckStatus::pass : CheckStatus::fail;
+}
+
+void check_free(const CheckEntry& e, const Model& m, const Run& run, const Cluster& c, double headroom,
+                CheckResult& r) {
+  SearchSpace space;
+  space.model = &m;
+  space.run = &run;
+  space.cluster = &c;
+  SearchOptions options;
+  options.top_k = 1;
+  options.headroom_bytes = headroom;
+  // An expected maximum peak narrows the budget: only strategies under it count.
+  if (e.max_peak_gib) options.headroom_bytes = std::max(headroom, c.device.capacity - *e.max_peak_gib * kGiB);
+  const SearchResult found = run_search(space, options);
+  r.fitting = found.fitting;
+  r.budget_gib = found.budget / kGiB;
+  if (found.top.empty()) {
+    r.status = CheckStatus::fail;
+    r.reason = "no strategy fits the budget " + gib(found.budget / kGiB) + " (" + with_commas(found.valid) +
+               " valid strategies)";
+    if (found.closest) {
+      MemoryReport mem = estimate_memory(m, run, c, found.closest->strategy, options.headroom_bytes);
+      const auto [term, bytes] = dominant_term(mem.stages[static_cast<std::size_t>(mem.peak_stage)]);
+      r.reason += "; the smallest needs " + gib(mem.peak / kGiB) + " (" + strategy_to_string(found.closest->strategy) +
+                  "), largest term " + term + " (" + gib(bytes / kGiB) + ")";
+    }
+    return;
+  }
+  const ScoredStrategy& best = found.top.front();
+  r.strategy = best.strategy;
+  record_memory(m, run, c, best.strategy, options.headroom_bytes, r);
+  r.step_time_s = best.step_s;
+  r.tokens_per_sec_per_device = best.tokens_per_sec_per_device;
+  r.status = CheckStatus::pass;
+  if (e.min_tokens_per_sec_per_device && best.tokens_per_sec_per_device < *e.min_tokens_per_sec_per_device) {
+    r.status = CheckStatus::fail;
+    r.reason = "the fastest fitting strategy reaches " + fixed(best.tokens_per_sec_per_device, 1) +
+               " tokens/s per device, below the expected " + fixed(*e.min_tokens_per_sec_per_device, 1);
+  }
+}
+
+}  // namespace
+
+CheckResult run_check(const CheckEntry& e) {
+  const auto start = std::chrono::steady_clock::now();
+  CheckResult r;
+  r.name = e.name;
+  r.model = e.model;
+  r.file = e.file;
+  r.line = e.line;
+  r.device = e.device;
+  r.devices = e.devices;
+  r.pinned = e.strategy.has_value();
+  try {
+    if (e.error) throw InputError(*e.error);
+    const Model m = load_model(e.model);
+    const Cluster c = make_cluster(e.device, e.devices);
+    const Run run = make_run(e.run, true, e.file.empty() ? "command line" : e.file);
+    const double headroom = parse_headroom(e.headroom, c.device.capacity);
+    r.budget_gib = (c.device.capacity - headroom) / kGiB;
+    if (e.strategy) {
+      check_pinned(e, m, run, c, headroom, r);
+    } else {
+      check_free(e, m, run, c, headroom, r);
+    }
+  } catch (const InputError& err) {
+    r.status = CheckStatus::error;
+    r.reason = err.what();
+  } catch (const std::exception& err) {  // not bad input: still one entry's error, not the run's
+    r.status = CheckStatus::error;
+    r.reason = std::string("internal error: ") + err.what();
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+std::vector<CheckResult> run_checks(const std::vector<CheckEntry>& entries) {
+  std::vector<CheckResult> results(entries.size());
+  tbb::parallel_for(std::size_t{0}, entries.size(), [&](std::size_t i) { results[i] = run_check(entries[i]); });
+  return results;
+}
+
+int check_exit_code(const std::vector<CheckResult>& results) {
+  int code = 0;
+  for (const auto& r : results) {
+    if (r.status == CheckStatus::error) return 2;
+    if (r.status == CheckStatus::fail) code = 1;
+  }
+  return code;
+}
+
+}  // namespace meshfit
