@@ -64,8 +64,12 @@ double mtp_projection_flops(const Model& m, double n_tok) {
 }
 
 double sequence_flops(const Model& m, double s) {
+  // A layer's FLOPs depend only on its FFN kind: one evaluation per kind, times its count.
+  const auto moe_layers = static_cast<double>(m.moe_layer_count());
+  const auto dense_layers = static_cast<double>(m.layer_ffn.size()) - moe_layers;
   double total = 0;
-  for (FfnKind ffn : m.layer_ffn) total += layer_flops(m, ffn, s, s, 1, 1).total();
+  if (dense_layers > 0) total += dense_layers * layer_flops(m, FfnKind::dense, s, s, 1, 1).total();
+  if (moe_layers > 0) total += moe_layers * layer_flops(m, FfnKind::moe, s, s, 1, 1).total();
   const double vocab = static_cast<double>(m.vocab);
   total += logits_flops(m, s, vocab);
   if (m.mtp_depths > 0 && !m.layer_ffn.empty()) {

@@ -30,6 +30,9 @@ struct KindFigures {
   // --rules sapp-nd only: the seed's counts, its gradient-clipping buffer and DP comm (§17.3).
   sapp_nd::Counts seed_counts;
   double clip = 0, dp_comm = 0;
+  // One layer's activation under each recompute mode (index: Recompute's value): the same for
+  // every layer of the kind, so computed once per estimate rather than once per layer.
+  std::array<LayerActivation, 3> by_mode{};
 };
 
 // One layer as the backward scan of §9.1 sees it.
@@ -74,6 +77,9 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
                                   (ffn == FfnKind::moe ? "_moe" : "_dense");
     if (const MeasuredCensus* mc = m.census_for(kind_name)) k.census = per_token_measured(*mc, k.census, run, s, g_kv);
     k.states = model_states(k.params, z, run, false, keep_gathered);
+    for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+      k.by_mode[static_cast<std::size_t>(mode)] = layer_activation(k.census, mode, n_cp, h, run, s);
+    }
     if (gather_per_layer) k.gathered_params = prefetch * run.precision.beta_gather * k.params.total();
     if (seed) {
       k.seed_counts = sapp_nd::counts(m, ffn, s);
@@ -148,7 +154,7 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
         Recompute mode = s.recompute;
         if (s.recompute == Recompute::full) mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
         last_mode = mode;
-        LayerActivation a = layer_activation(k.census, mode, n_cp, h, run, s);
+        LayerActivation a = k.by_mode[static_cast<std::size_t>(mode)];
         if (seed && mode == Recompute::full) a.kept = seed_full_input;
         if (mode == Recompute::full) {
           ++full_layers[static_cast<std::size_t>(c)][ffn == FfnKind::moe ? 1 : 0];

@@ -58,10 +58,11 @@ std::int64_t vstage_slots(const Run& run, const Strategy& s, std::int64_t slots,
 }  // namespace
 
 std::int64_t PipelineLayout::vstage_of(std::int64_t stage, std::int64_t chunk) const {
-  for (std::size_t u = 0; u < vstages.size(); ++u) {
-    if (vstages[u].stage == stage && vstages[u].chunk == chunk) return static_cast<std::int64_t>(u);
-  }
-  return -1;
+  // The inverse of make_layout's placement: u = chunk·pp + stage, or the V of DualPipeV (§5.2).
+  const auto nv = static_cast<std::int64_t>(vstages.size());
+  if (pp <= 0 || stage < 0 || stage >= pp || chunk < 0) return -1;
+  const std::int64_t u = dualpipev ? (chunk == 0 ? stage : chunk == 1 ? 2 * pp - 1 - stage : nv) : chunk * pp + stage;
+  return u < nv ? u : -1;
 }
 
 std::int64_t PipelineLayout::stage_layers(std::int64_t stage) const {
@@ -104,6 +105,8 @@ PipelineLayout make_layout(const Model& m, const Run& run, const Strategy& s) {
   const std::int64_t nv = s.virtual_stages();
   const std::int64_t slots = total_slots(m, run);
   layout.vstages.resize(static_cast<std::size_t>(nv));
+  layout.pp = s.pp;
+  layout.dualpipev = s.schedule == Schedule::dualpipev;
   std::int64_t next = 0;
   for (std::int64_t u = 0; u < nv; ++u) {
     VirtualStage& v = layout.vstages[static_cast<std::size_t>(u)];
@@ -126,17 +129,14 @@ PipelineLayout make_layout(const Model& m, const Run& run, const Strategy& s) {
   // §5.4: full recompute of n' = min(n_rc, layers of the stage) per stage, ⌊n'/v⌋ + [c < n' mod v]
   // in chunk c, capped at the chunk's layers; the first layers of each chunk.
   if (s.recompute == Recompute::full) {
-    for (std::int64_t i = 0; i < s.pp; ++i) {
-      const std::int64_t stage_n = layout.stage_layers(i);
-      const std::int64_t n = s.recompute_layers > 0 ? std::min(s.recompute_layers, stage_n) : stage_n;
-      for (auto& v : layout.vstages) {
-        if (v.stage != i) continue;
-        if (s.recompute_layers == 0) {
-          v.full_recompute = v.layers;
-        } else {
-          const std::int64_t want = n / s.vpp + (v.chunk < n % s.vpp ? 1 : 0);
-          v.full_recompute = std::min(want, v.layers);
-        }
+    for (auto& v : layout.vstages) {
+      if (s.recompute_layers == 0) {
+        v.full_recompute = v.layers;
+      } else {
+        const std::int64_t stage_n = layout.stage_layers(v.stage);
+        const std::int64_t n = std::min(s.recompute_layers, stage_n);
+        const std::int64_t want = n / s.vpp + (v.chunk < n % s.vpp ? 1 : 0);
+        v.full_recompute = std::min(want, v.layers);
       }
     }
   }

@@ -22,6 +22,8 @@ struct VirtualStage {
 struct PipelineLayout {
   std::vector<VirtualStage> vstages;  // in model order, size nv
   std::int64_t head_stage = 0;        // the stage of virtual stage nv − 1 (§5.3)
+  std::int64_t pp = 0;                // pipeline stages
+  bool dualpipev = false;             // virtual stages placed as a V (§5.2)
 
   // Virtual stage index held as chunk c of stage i.
   std::int64_t vstage_of(std::int64_t stage, std::int64_t chunk) const;
