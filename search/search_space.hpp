@@ -40,7 +40,7 @@ std::string slot_name(std::size_t index);
 // sizes (inner, rising). No validity rule reads the recompute mode, so a rule outcome found for
 // mode 0 holds for the same b in every other mode.
 struct Position {
-  bool first;              // the first b of a run with everything else fixed
+  bool first;              // the first b visited in a run with everything else fixed
   std::size_t b_index;     // index into micro_batches()
   std::size_t mode_index;  // 0 for the first recompute mode enumerated
   // How many candidates this one stands for. Above 1 only for a vpp with pp·vpp > L_eff: such a

@@ -176,12 +176,18 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
                 s.recompute = rc;
                 s.recompute_layers = 0;
                 // b rises innermost: `first` marks the start of a run over b with all else fixed.
+                bool first_in_run = true;
                 for (std::size_t bi = 0; bi < bs.size(); ++bi) {
+                  const std::size_t f = std::min(first[zero_level], fb[bi]);
+                  if (f != RulePlan::kNone && prune_subtrees) {  // known invalid: credited, not visited
+                    reject(plan.rules[f].slot, weight);
+                    continue;
+                  }
                   const std::int64_t b = bs[bi];
                   s.micro_batch = b;
                   s.num_microbatches = run->global_batch % (dp * b) == 0 ? run->global_batch / (dp * b) : 0;
-                  const std::size_t f = std::min(first[zero_level], fb[bi]);
-                  visit(s, Position{bi == 0, bi, mode_index, weight, f == RulePlan::kNone ? Position::kValid : plan.rules[f].slot});
+                  visit(s, Position{first_in_run, bi, mode_index, weight, f == RulePlan::kNone ? Position::kValid : plan.rules[f].slot});
+                  first_in_run = false;
                 }
                 ++mode_index;
               }

@@ -16,7 +16,7 @@ struct Counted {
   std::map<std::int64_t, std::int64_t> by_tp, by_pp;
 };
 
-Counted count(std::int64_t devices, const PolicySet& policies) {
+Counted count(std::int64_t devices, const PolicySet& policies, bool prune = true) {
   static const Model model = load_model("llama-3.1-70b");
   RunFlags f;
   f.seq = 8192;
@@ -28,6 +28,7 @@ Counted count(std::int64_t devices, const PolicySet& policies) {
   space.run = &run;
   space.cluster = &cluster;
   space.policies = policies;
+  space.prune_subtrees = prune;
   Counted c;
   for (const auto& t : space.triples()) {
     space.for_each(t, [&](const Strategy& s, const Position& at) {
@@ -64,6 +65,14 @@ TEST_CASE("§10: Llama-3.1-70B on 64 devices, enumerated and valid under the def
   CHECK(c.by_tp[8] == 5'769);
   CHECK(c.by_pp[1] == 5'082);
   CHECK(c.by_pp[16] == 1'656);
+}
+
+TEST_CASE("the rule plan credits every candidate to its first failing rule in table order") {
+  // Unpruned, every leaf is visited with the plan's verdict; it must equal checking each rule.
+  const Counted c = count(64, defaults_with_even_split(), false);
+  CHECK(c.enumerated == 3'813'408);
+  CHECK(c.valid == 73'800);
+  CHECK(c.disagreements == 0);
 }
 
 TEST_CASE("§10: 1,024 and 16,384 devices") {
