@@ -53,48 +53,65 @@ const std::vector<std::vector<std::int64_t>>& undominated_states(std::int64_t pp
   return cache.emplace(key, std::move(kept)).first->second;
 }
 
-InFlight interleaved(const Strategy& s, std::int64_t i, const std::vector<double>& A) {
+double interleaved(std::vector<std::int64_t>& counts, const Strategy& s, std::int64_t i, const std::vector<double>& A) {
   const std::int64_t pp = s.pp, v = s.vpp, m = s.num_microbatches;
   const std::int64_t n_fw = m * v;
   const std::int64_t n_wu = std::min(2 * (pp - i - 1) + (v - 1) * pp, n_fw);
   const std::int64_t steady = std::min(n_fw - n_wu, pp * v);
-  InFlight r;
-  r.peak = -1;
-  auto consider = [&](const std::vector<std::int64_t>& count) {
-    double total = 0;
-    for (std::size_t c = 0; c < count.size(); ++c) total += static_cast<double>(count[c]) * A[c];
-    if (total > r.peak) {  // strictly greater: the first time a peak is reached (ruling 1)
-      r.peak = total;
-      r.counts = count;
-    }
+  double peak = -1;
+  auto total = [&](const std::vector<std::int64_t>& count) {
+    double t = 0;
+    for (std::size_t c = 0; c < count.size(); ++c) t += static_cast<double>(count[c]) * A[c];
+    return t;
   };
   if (std::all_of(A.begin(), A.end(), [](double a) { return a > 0; })) {
-    for (const auto& count : undominated_states(pp, v, n_wu, steady)) consider(count);
+    const std::vector<std::int64_t>* best = nullptr;
+    for (const auto& count : undominated_states(pp, v, n_wu, steady)) {
+      const double t = total(count);
+      if (t > peak) {  // strictly greater: the first time a peak is reached (ruling 1)
+        peak = t;
+        best = &count;
+      }
+    }
+    counts.assign(best->begin(), best->end());
   } else {
-    interleaved_timeline(pp, v, n_wu, steady, consider);
+    interleaved_timeline(pp, v, n_wu, steady, [&](const std::vector<std::int64_t>& count) {
+      const double t = total(count);
+      if (t > peak) {
+        peak = t;
+        counts.assign(count.begin(), count.end());
+      }
+    });
   }
-  return r;
+  return peak;
 }
 
 }  // namespace
 
-InFlight in_flight(const Strategy& s, std::int64_t i, const std::vector<double>& A) {
-  InFlight r;
+double in_flight_into(std::vector<std::int64_t>& counts, const Strategy& s, std::int64_t i,
+                      const std::vector<double>& A) {
   const std::int64_t m = s.num_microbatches;
   if (s.pp == 1) {  // §8.5: gradient accumulation runs micro-batches one after another
-    r.counts.assign(A.size(), 1);
+    counts.assign(A.size(), 1);
   } else {
     switch (s.schedule) {
-      case Schedule::interleaved_1f1b: return interleaved(s, i, A);
-      case Schedule::gpipe: r.counts.assign(A.size(), m); break;  // §8.2
+      case Schedule::interleaved_1f1b: return interleaved(counts, s, i, A);
+      case Schedule::gpipe: counts.assign(A.size(), m); break;  // §8.2
       case Schedule::dualpipev:  // §8.4, SAPP-ND's counts
-        r.counts = {2 * s.pp - 1 - i, i};
+        counts.assign({2 * s.pp - 1 - i, i});
         break;
       default:  // §8.1: 1F1B and ZB-H1
-        r.counts.assign(A.size(), std::min(s.pp - i, m));
+        counts.assign(A.size(), std::min(s.pp - i, m));
     }
   }
-  for (std::size_t c = 0; c < A.size(); ++c) r.peak += static_cast<double>(r.counts[c]) * A[c];
+  double peak = 0;
+  for (std::size_t c = 0; c < A.size(); ++c) peak += static_cast<double>(counts[c]) * A[c];
+  return peak;
+}
+
+InFlight in_flight(const Strategy& s, std::int64_t i, const std::vector<double>& A) {
+  InFlight r;
+  r.peak = in_flight_into(r.counts, s, i, A);
   return r;
 }
 

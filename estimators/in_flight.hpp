@@ -16,5 +16,9 @@ struct InFlight {
 
 // `chunk_bytes[c]` = A(i,c), what one micro-batch keeps in chunk c of stage i.
 InFlight in_flight(const Strategy& s, std::int64_t stage, const std::vector<double>& chunk_bytes);
+// The same, writing n(i,c) into `counts` (its capacity reused: no allocation once warm) and
+// returning M_act(i); the memory model's hot path.
+double in_flight_into(std::vector<std::int64_t>& counts, const Strategy& s, std::int64_t stage,
+                      const std::vector<double>& chunk_bytes);
 
 }  // namespace meshfit

@@ -35,23 +35,34 @@ struct KindFigures {
   std::array<LayerActivation, 3> by_mode{};
 };
 
-// One layer as the backward scan of §9.1 sees it.
-struct ScanLayer {
-  double kept, working, pg, rg;
-  std::int64_t index;
-  bool full;
-};
+// Clears a stage for reuse, keeping its vectors' storage.
+void reset(StageMemory& st) {
+  std::vector<double> bytes = std::move(st.chunk_bytes);
+  std::vector<std::int64_t> inflight = std::move(st.chunk_inflight);
+  st = StageMemory{};
+  st.chunk_bytes = std::move(bytes);
+  st.chunk_inflight = std::move(inflight);
+}
 
 }  // namespace
 
 MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
                              double headroom_bytes) {
+  MemoryReport report;
+  MemoryScratch scratch;
+  estimate_memory_into(report, scratch, m, run, cluster, s, headroom_bytes);
+  return report;
+}
+
+void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Model& m, const Run& run,
+                          const Cluster& cluster, const Strategy& s, double headroom_bytes) {
   // --rules sapp-nd: the seed's own expressions where §17.3 says the default rules depart.
   const bool seed = run.rules == Rules::sapp_nd;
   const Device dev = seed ? sapp_nd::overheads(cluster.device) : cluster.device;
   const sapp_nd::Factors seed_f = sapp_nd::factors(m, s);
   const RunOptions& o = run.options;
-  const PipelineLayout layout = make_layout(m, run, s);
+  if (update_layout_key(scratch.layout_key, m, run, s)) make_layout_into(scratch.layout, m, run, s);
+  const PipelineLayout& layout = scratch.layout;
   const std::int64_t nv = s.virtual_stages();
   const double h = static_cast<double>(m.hidden);
   const double tp = static_cast<double>(s.tp);
@@ -121,22 +132,28 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
   const std::int64_t embedding_stage = layout.vstages.front().stage;
   const bool split_ends = embedding_stage != layout.head_stage;
 
-  MemoryReport report;
   report.capacity = dev.capacity;
   report.budget = dev.capacity - headroom_bytes;
+  report.peak = 0;
+  report.peak_stage = 0;
   report.stages.resize(static_cast<std::size_t>(s.pp));
-  std::vector<ScanLayer> scan;
+  std::vector<LayerRun>& runs = scratch.runs;
+  const auto n_chunks = static_cast<std::size_t>(s.vpp);
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageMemory& st = report.stages[static_cast<std::size_t>(i)];
+    reset(st);
     st.stage = i;
-    st.chunk_bytes.assign(static_cast<std::size_t>(s.vpp), 0.0);
+    st.chunk_bytes.assign(n_chunks, 0.0);
     ModelStates states;
     bool has_moe = false;
     double tr_layer = kNone, tr_attn = 0, max_pg = 0, max_rg = 0;
-    std::vector<double> tr_layer_chunk(static_cast<std::size_t>(s.vpp), kNone);
+    std::vector<double>& tr_layer_chunk = scratch.tr_layer_chunk;
+    tr_layer_chunk.assign(n_chunks, kNone);
     // Fully recomputed layers per chunk and kind, for the seed's gradient-clipping rule.
-    std::vector<std::array<std::int64_t, 2>> full_layers(static_cast<std::size_t>(s.vpp), {0, 0});
-    std::vector<double> full_kept(static_cast<std::size_t>(s.vpp), 0.0);  // K_1 of a full layer per chunk
+    std::vector<std::array<std::int64_t, 2>>& full_layers = scratch.full_layers;
+    full_layers.assign(n_chunks, {0, 0});
+    std::vector<double>& full_kept = scratch.full_kept;  // K_1 of a full layer per chunk
+    full_kept.assign(n_chunks, 0.0);
     double seed_last_layer = kNone;  // item 13: the stage's last layer only
     std::int64_t seed_last_vstage = -1;
 
@@ -144,25 +161,36 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
       const std::int64_t u = layout.vstage_of(i, c);
       const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u)];
       double& A = st.chunk_bytes[static_cast<std::size_t>(c)];
-      scan.clear();
+      runs.clear();
       Recompute last_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
-      for (std::int64_t l = 0; l < vs.layers; ++l) {
+      // The chunk's layers as runs of one kind and one recompute mode (its first full_recompute
+      // layers are fully recomputed under full recompute, the rest take recompute_rest).
+      for (std::int64_t l = 0; l < vs.layers;) {
         const std::int64_t index = vs.first_layer + l;
         const FfnKind ffn = m.layer_ffn[static_cast<std::size_t>(index)];
+        Recompute mode = s.recompute;
+        std::int64_t end = vs.layers;
+        if (s.recompute == Recompute::full) {
+          mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
+          if (l < vs.full_recompute) end = vs.full_recompute;
+        }
+        std::int64_t e = l + 1;
+        while (e < end && m.layer_ffn[static_cast<std::size_t>(vs.first_layer + e)] == ffn) ++e;
+        const std::int64_t n = e - l;
+        const double count = static_cast<double>(n);
+        l = e;
         const KindFigures& k = figures(ffn);
         has_moe = has_moe || ffn == FfnKind::moe;
-        Recompute mode = s.recompute;
-        if (s.recompute == Recompute::full) mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
         last_mode = mode;
         LayerActivation a = k.by_mode[static_cast<std::size_t>(mode)];
         if (seed && mode == Recompute::full) a.kept = seed_full_input;
         if (mode == Recompute::full) {
-          ++full_layers[static_cast<std::size_t>(c)][ffn == FfnKind::moe ? 1 : 0];
+          full_layers[static_cast<std::size_t>(c)][ffn == FfnKind::moe ? 1 : 0] += n;
           full_kept[static_cast<std::size_t>(c)] = a.kept;
         }
-        A += a.kept;
-        states += k.states;
-        scan.push_back({a.kept, a.working, k.gathered_params, k.reduce_buffers, index, mode == Recompute::full});
+        A += count * a.kept;
+        states.add(k.states, count);
+        runs.push_back({a.kept, a.working, k.gathered_params, k.reduce_buffers, index, n, mode == Recompute::full});
         tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
       }
       st.layers += vs.layers;
@@ -208,32 +236,35 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
         st.mtp_depths = m.mtp_depths;
       }
       // §9.1: Tr_layer(ℓ) = X − K_after + Pg + Rg + Xsp, scanning from the chunk's last layer.
+      // Within a run K_after grows by `kept` ≥ 0 per layer, so the run's largest candidate is
+      // its last layer (the first the scan meets, which a strict > keeps on ties); were `kept`
+      // negative it would be its first layer.
       double after = output_side;
       double& chunk_tr = tr_layer_chunk[static_cast<std::size_t>(c)];
-      for (std::size_t j = scan.size(); j-- > 0;) {
-        const ScanLayer& L = scan[j];
-        const double tr = L.working - after + L.pg + L.rg + x_sp;
+      for (std::size_t j = runs.size(); j-- > 0;) {
+        const LayerRun& R = runs[j];
+        const double steps = R.kept < 0 ? static_cast<double>(R.count - 1) : 0;
+        const double tr = R.working - (after + steps * R.kept) + R.pg + R.rg + x_sp;
+        const std::int64_t at = R.kept < 0 ? R.first : R.first + R.count - 1;
+        const std::int64_t last = R.first + R.count - 1;
+        max_pg = std::max(max_pg, R.pg);
+        max_rg = std::max(max_rg, R.rg);
         if (seed) {
           // Item 13: the stage's last body layer only; per chunk, the fully recomputed layers.
-          if (j + 1 == scan.size() && u > seed_last_vstage) {
+          if (j + 1 == runs.size() && u > seed_last_vstage) {
             seed_last_vstage = u;
-            seed_last_layer = tr;
-            st.tr_layer_at = L.index;
+            seed_last_layer = R.working - after + R.pg + R.rg + x_sp;
+            st.tr_layer_at = last;
           }
-          if (L.full) chunk_tr = std::max(chunk_tr, tr);
-          max_pg = std::max(max_pg, L.pg);
-          max_rg = std::max(max_rg, L.rg);
-          after += L.kept;
-          continue;
+          if (R.full) chunk_tr = std::max(chunk_tr, tr);
+        } else {
+          if (tr > tr_layer) {
+            tr_layer = tr;
+            st.tr_layer_at = at;
+          }
+          chunk_tr = std::max(chunk_tr, tr);
         }
-        if (tr > tr_layer) {
-          tr_layer = tr;
-          st.tr_layer_at = L.index;
-        }
-        chunk_tr = std::max(chunk_tr, tr);
-        max_pg = std::max(max_pg, L.pg);
-        max_rg = std::max(max_rg, L.rg);
-        after += L.kept;
+        after += static_cast<double>(R.count) * R.kept;
       }
     }
 
@@ -247,7 +278,10 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
     // reduce dtype (β_gcomm), from its first backward to the last reduce-scatter of the step.
     if (defers_grad_sync(run, s)) st.deferred_grads = run.precision.beta_gcomm * states.unsharded_elements;
 
-    InFlight act;
+    struct {
+      double peak = 0;
+      std::vector<std::int64_t>& counts;
+    } act{0, st.chunk_inflight};
     if (seed) {  // item 8: the seed's micro factors
       act.counts = sapp_nd::micro_factors(s, i);
       for (std::size_t c = 0; c < act.counts.size(); ++c) act.peak += static_cast<double>(act.counts[c]) * st.chunk_bytes[c];
@@ -267,7 +301,7 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
         }
       }
     } else {
-      act = in_flight(s, i, st.chunk_bytes);
+      act.peak = in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes);
       // §9.9, grad_clip_model: seed — clipping materialises an optimizer-state-sized copy of a
       // fully recomputed layer's gradients when that is larger than its in-flight inputs.
       if (o.grad_clip_seed && o.grad_clip) {
@@ -287,7 +321,6 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
       }
     }
     st.activations = act.peak;
-    st.chunk_inflight = act.counts;
 
     // §9: one transient on top of the in-flight activations, the largest candidate.
     st.tr_layer = tr_layer == kNone ? 0 : tr_layer;
@@ -339,7 +372,6 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
     }
   }
   report.fits = report.peak <= report.budget;
-  return report;
 }
 
 }  // namespace meshfit

@@ -35,6 +35,7 @@ struct ModelStates {
   double optimizer_elements = 0;  // local optimizer-shard elements (§9.9, ruling 8)
   double unsharded_elements = 0;  // parameters of the stage as one rank computes their gradients
   ModelStates& operator+=(const ModelStates& o);
+  void add(const ModelStates& o, double times);  // += times·o: `times` layers of one kind
   double total() const { return weights + grads + optimizer + gathered + fp8_cache; }
 };
 // `keep_gathered`: ZeRO-3 without resharding keeps every gathered parameter (§6.1).

@@ -100,11 +100,40 @@ bool layout_counts_valid(const Model& m, const Run& run, const Strategy& s) {
   return true;
 }
 
+bool update_layout_key(LayoutKey& key, const Model& m, const Run& run, const Strategy& s) {
+  const RunOptions& o = run.options;
+  const bool full = s.recompute == Recompute::full;
+  const std::int64_t n_rc = full ? s.recompute_layers : 0;
+  if (key.layers == m.layers && key.first_stage == o.layers_first_stage && key.last_stage == o.layers_last_stage &&
+      key.pp == s.pp && key.vpp == s.vpp && key.recompute_layers == n_rc &&
+      key.account_embedding == o.account_embedding && key.account_loss == o.account_loss && key.full == full &&
+      key.schedule == s.schedule && key.per_vstage == o.layers_per_vstage) {
+    return false;
+  }
+  key.layers = m.layers;
+  key.first_stage = o.layers_first_stage;
+  key.last_stage = o.layers_last_stage;
+  key.pp = s.pp;
+  key.vpp = s.vpp;
+  key.recompute_layers = n_rc;
+  key.account_embedding = o.account_embedding;
+  key.account_loss = o.account_loss;
+  key.full = full;
+  key.schedule = s.schedule;
+  key.per_vstage = o.layers_per_vstage;
+  return true;
+}
+
 PipelineLayout make_layout(const Model& m, const Run& run, const Strategy& s) {
   PipelineLayout layout;
+  make_layout_into(layout, m, run, s);
+  return layout;
+}
+
+void make_layout_into(PipelineLayout& layout, const Model& m, const Run& run, const Strategy& s) {
   const std::int64_t nv = s.virtual_stages();
   const std::int64_t slots = total_slots(m, run);
-  layout.vstages.resize(static_cast<std::size_t>(nv));
+  layout.vstages.assign(static_cast<std::size_t>(nv), VirtualStage{});
   layout.pp = s.pp;
   layout.dualpipev = s.schedule == Schedule::dualpipev;
   std::int64_t next = 0;
@@ -140,7 +169,6 @@ PipelineLayout make_layout(const Model& m, const Run& run, const Strategy& s) {
       }
     }
   }
-  return layout;
 }
 
 }  // namespace meshfit

@@ -33,5 +33,18 @@ struct PipelineLayout {
 // Slots per virtual stage by §5.1 rules 2–3; false if the counts cannot be laid out (H12b).
 bool layout_counts_valid(const Model& model, const Run& run, const Strategy& s);
 PipelineLayout make_layout(const Model& model, const Run& run, const Strategy& s);
+// Everything make_layout reads: two equal keys give the same layout.
+struct LayoutKey {
+  std::int64_t layers = -1, first_stage = 0, last_stage = 0, pp = 0, vpp = 0, recompute_layers = 0;
+  bool account_embedding = false, account_loss = false, full = false;
+  Schedule schedule = Schedule::none;
+  std::vector<std::int64_t> per_vstage;
+  bool operator==(const LayoutKey&) const = default;
+};
+// Sets `key` to (model, run, s)'s; false when it already was (the layout made from it stands).
+bool update_layout_key(LayoutKey& key, const Model& model, const Run& run, const Strategy& s);
+
+// The same into `out`, reusing its storage (no allocation once warm): the estimators' hot path.
+void make_layout_into(PipelineLayout& out, const Model& model, const Run& run, const Strategy& s);
 
 }  // namespace meshfit

@@ -1,5 +1,6 @@
 #include "search/policies.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 namespace meshfit {
@@ -65,9 +66,12 @@ bool policy_holds(Policy p, const Model& m, const Run& run, const Cluster& c, co
     case Policy::cp_min_tokens: return s.cp == 1 || run.seq / s.cp >= 1024;
     case Policy::hsdp_candidates: {
       if (s.zero == 0) return true;
+      // g_node: the largest divisor j of dp with j·tp·cp ≤ D. Only j ≤ D/(tp·cp) can qualify, so
+      // the loop is bounded by the node size, not by dp (which reaches 16,384).
       std::int64_t g_node = 1;
-      for (std::int64_t j = 1; j <= s.dp; ++j) {
-        if (s.dp % j == 0 && j * s.tp * s.cp <= D) g_node = j;
+      const std::int64_t j_max = std::min(s.dp, D / (s.tp * s.cp));
+      for (std::int64_t j = 1; j <= j_max; ++j) {
+        if (s.dp % j == 0) g_node = j;
       }
       return s.shard_group == s.dp * s.cp || s.shard_group == g_node * s.cp;
     }

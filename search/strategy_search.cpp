@@ -124,7 +124,10 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             // once a b does not fit, no larger b does: count them without estimating.
             if (options.prune && b_run_failed) return;
             ++acc.estimated;
-            const MemoryReport mem = estimate_memory(m, run, cluster, s, options.headroom_bytes);
+            // Per-thread storage reused from estimate to estimate: scoring allocates nothing.
+            thread_local MemoryScratch scratch;
+            thread_local MemoryReport mem;
+            estimate_memory_into(mem, scratch, m, run, cluster, s, options.headroom_bytes);
             ScoredStrategy x;
             x.strategy = s;
             x.peak_bytes = mem.peak;
