@@ -30,6 +30,7 @@ const std::map<std::string, CommandInfo>& commands() {
       {"show", {command_show, "the resolved model: dims, layer kinds, parameter counts by part"}},
       {"estimate", {command_estimate, "per-stage, per-term peak memory of one strategy"}},
       {"explain", {command_explain, "why a strategy does or does not fit, and what single change would"}},
+      {"export", {command_export, "a strategy as Megatron-LM args, torchtitan TOML, DeepSpeed JSON or train YAML"}},
       {"search", {command_search, "every strategy scored; the Pareto front of those that fit"}},
       {"check", {command_check, "CI gate: does every model (manifest or files) still fit? exit 0/1/2"}},
       {"validate", {command_validate, "estimate measured cases and compare (median error, worst misses)"}},

@@ -15,6 +15,7 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out, st
 int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int command_search(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int command_check(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int command_export(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int command_explain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace meshfit

@@ -1,5 +1,7 @@
 #include "engine/strategy_string.hpp"
 
+#include "engine/hyperparallel_yaml.hpp"
+
 #include <map>
 #include <optional>
 #include <sstream>
@@ -38,8 +40,13 @@ std::int64_t positive(const std::map<std::string, std::string>& kv, const std::s
 
 }  // namespace
 
-Strategy parse_strategy(const std::string& text, const Model& m, const Run& run, const Cluster& cluster,
+Strategy parse_strategy(const std::string& given, const Model& m, const Run& run, const Cluster& cluster,
                         std::vector<std::string>& warnings, bool check_rules) {
+  // A path to a train YAML (what `meshfit export --to hyperparallel` writes) stands for the
+  // strategy it describes.
+  const bool yaml_path = given.find('=') == std::string::npos &&
+                         (given.ends_with(".yaml") || given.ends_with(".yml"));
+  const std::string text = yaml_path ? strategy_string_from_train_yaml(given) : given;
   std::map<std::string, std::string> kv;
   std::stringstream in(text);
   std::string item;

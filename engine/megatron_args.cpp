@@ -1,0 +1,120 @@
+// Megatron-LM launch arguments for a strategy (megatron/training/arguments.py's flag names:
+// --tensor-model-parallel-size, --pipeline-model-parallel-size,
+// --num-layers-per-virtual-pipeline-stage, --context-parallel-size, --cp-comm-type,
+// --hierarchical-context-parallel-sizes, --expert-model-parallel-size,
+// --expert-tensor-parallel-size, --sequence-parallel, --use-distributed-optimizer,
+// --num-distributed-optimizer-instances, --use-megatron-fsdp with
+// --data-parallel-sharding-strategy, --recompute-granularity/-method/-num-layers,
+// --micro-batch-size, --global-batch-size). Data parallelism is what the world size leaves:
+// Megatron derives it, so no flag.
+#include <sstream>
+
+#include "engine/trainer_export.hpp"
+
+namespace meshfit {
+
+namespace {
+
+std::string layer_split_error(const std::string& why) {
+  return "megatron cannot express this strategy: " + why;
+}
+
+}  // namespace
+
+TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
+  const RunOptions& o = run.options;
+  std::vector<std::string> a;
+  auto flag = [&](const std::string& name, std::int64_t value) { a.push_back(name + " " + std::to_string(value)); };
+  flag("--tensor-model-parallel-size", s.tp);
+  if (s.sp && s.tp > 1) a.push_back("--sequence-parallel");
+  flag("--pipeline-model-parallel-size", s.pp);
+  switch (s.schedule) {
+    case Schedule::gpipe: throw ExportError(layer_split_error("Megatron-LM has no GPipe schedule (pp_schedule=gpipe)"));
+    case Schedule::zb_h1: throw ExportError(layer_split_error("Megatron-LM has no ZB-H1 schedule (pp_schedule=zb_h1)"));
+    case Schedule::dualpipev: throw ExportError(layer_split_error("Megatron-LM has no DualPipeV schedule (pp_schedule=dualpipev)"));
+    default: break;
+  }
+  if (!o.layers_per_vstage.empty()) {
+    throw ExportError(layer_split_error("a per-virtual-stage layer list (layers_per_vstage) has no Megatron flag"));
+  }
+  if (o.layers_first_stage > 0) flag("--decoder-first-pipeline-num-layers", o.layers_first_stage);
+  if (o.layers_last_stage > 0) flag("--decoder-last-pipeline-num-layers", o.layers_last_stage);
+  if (o.account_embedding) a.push_back("--account-for-embedding-in-pipeline-split");
+  if (o.account_loss) a.push_back("--account-for-loss-in-pipeline-split");
+  if (s.pp > 1 && s.vpp > 1) {
+    const std::int64_t slots = m.layers + (o.account_embedding ? 1 : 0) + (o.account_loss ? 1 : 0);
+    const bool even = o.layers_first_stage == 0 && o.layers_last_stage == 0 && slots % (s.pp * s.vpp) == 0 &&
+                      !o.account_embedding && !o.account_loss;
+    if (even) {
+      flag("--num-layers-per-virtual-pipeline-stage", m.layers / (s.pp * s.vpp));
+    } else {
+      flag("--num-virtual-stages-per-pipeline-rank", s.vpp);
+    }
+  }
+  if (s.cp > 1) {
+    flag("--context-parallel-size", s.cp);
+    switch (s.cp_algo) {
+      case CpAlgo::ring: a.push_back("--cp-comm-type p2p"); break;
+      case CpAlgo::ulysses: a.push_back("--cp-comm-type a2a"); break;
+      case CpAlgo::allgather: a.push_back("--cp-comm-type allgather"); break;
+      case CpAlgo::hybrid:
+        a.push_back("--cp-comm-type a2a+p2p");
+        a.push_back("--hierarchical-context-parallel-sizes " + std::to_string(s.cp_u) + " " + std::to_string(s.cp_ring()));
+        break;
+      case CpAlgo::none: break;
+    }
+  }
+  if (m.is_moe()) {
+    flag("--expert-model-parallel-size", s.ep);
+    flag("--expert-tensor-parallel-size", s.etp);
+  }
+  const std::int64_t replicas = s.zero >= 1 ? s.dp * s.cp / s.shard_group : 1;
+  switch (s.zero) {
+    case 0: break;
+    case 1:
+      a.push_back("--use-distributed-optimizer");
+      if (replicas > 1) flag("--num-distributed-optimizer-instances", replicas);
+      break;
+    default:
+      if (replicas > 1) {
+        throw ExportError(layer_split_error("Megatron FSDP shards over the whole data-parallel group; a ZeRO-" +
+                                            std::to_string(s.zero) + " shard group of " + std::to_string(s.shard_group) +
+                                            " (HSDP) has no flag"));
+      }
+      a.push_back("--use-megatron-fsdp");
+      a.push_back(std::string("--data-parallel-sharding-strategy ") + (s.zero == 2 ? "optim_grads" : "optim_grads_params"));
+  }
+  if (s.recompute == Recompute::selective) {
+    a.push_back("--recompute-granularity selective");
+  } else if (s.recompute == Recompute::full) {
+    a.push_back("--recompute-granularity full");
+    if (s.recompute_layers == 0) {  // every layer: each layer's input checkpointed
+      a.push_back("--recompute-method uniform");
+      flag("--recompute-num-layers", 1);
+    } else {
+      // Megatron recomputes the first n layers of every model chunk (block method), the layout
+      // of memory-model.md §5.4 only when n_rc spreads evenly over the chunks.
+      if (s.recompute_layers % s.vpp != 0) {
+        throw ExportError(layer_split_error("recompute_layers=" + std::to_string(s.recompute_layers) +
+                                            " does not divide over vpp=" + std::to_string(s.vpp) +
+                                            " chunks (Megatron recomputes the same count in each chunk)"));
+      }
+      a.push_back("--recompute-method block");
+      flag("--recompute-num-layers", s.recompute_layers / s.vpp);
+    }
+  }
+  flag("--micro-batch-size", s.micro_batch);
+  flag("--global-batch-size", run.global_batch);
+
+  std::ostringstream out;
+  for (std::size_t i = 0; i < a.size(); ++i) out << a[i] << (i + 1 < a.size() ? " \\\n" : "\n");
+  TrainerConfig r;
+  r.text = out.str();
+  if (s.recompute == Recompute::full && s.recompute_layers > 0 && o.recompute_rest == Recompute::selective) {
+    r.notes.push_back("the layers beyond the fully recomputed ones use selective recompute in meshfit's estimate; "
+                      "Megatron-LM takes one granularity, so they run without recompute there");
+  }
+  return r;
+}
+
+}  // namespace meshfit

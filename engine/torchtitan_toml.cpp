@@ -1,0 +1,85 @@
+// torchtitan's job config for a strategy (torchtitan/config/job_config.py: [parallelism]
+// data_parallel_replicate_degree, data_parallel_shard_degree, fsdp_reshard_after_forward,
+// tensor_parallel_degree, pipeline_parallel_degree, pipeline_parallel_schedule,
+// pipeline_parallel_microbatch_size, pipeline_parallel_layers_per_stage, context_parallel_degree,
+// context_parallel_rotate_method, expert_parallel_degree, expert_tensor_parallel_degree;
+// [activation_checkpoint] mode, selective_ac_option; [training] local_batch_size,
+// global_batch_size).
+#include <sstream>
+
+#include "engine/trainer_export.hpp"
+
+namespace meshfit {
+
+namespace {
+
+[[noreturn]] void cannot(const std::string& why) { throw ExportError("torchtitan cannot express this strategy: " + why); }
+
+}  // namespace
+
+TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s) {
+  if (s.tp > 1 && !s.sp) cannot("its tensor-parallel plan always shards norms along the sequence (sp=true is required with tp > 1)");
+  // torchtitan applies FSDP over the CP ranks whenever cp > 1, and has no ZeRO-1/2 (FSDP2 is ZeRO-3).
+  if (s.zero == 1 || s.zero == 2) cannot("it shards with FSDP2 (zero_stage=3) or replicates (zero_stage=0); zero_stage=" + std::to_string(s.zero) + " has no setting");
+  if (s.zero == 0 && s.cp > 1) cannot("with cp > 1 it shards parameters over the CP ranks (FSDP); use zero_stage=3");
+  std::ostringstream out;
+  out << "[parallelism]\n";
+  const std::int64_t shard = s.zero == 3 ? s.shard_group / s.cp : 1;
+  out << "data_parallel_replicate_degree = " << s.dp / shard << '\n';
+  out << "data_parallel_shard_degree = " << shard << '\n';
+  if (s.zero == 3) {
+    const char* reshard = run.profile.reshard_after_forward == ReshardAfterForward::on    ? "always"
+                          : run.profile.reshard_after_forward == ReshardAfterForward::off ? "never"
+                                                                                         : "default";
+    out << "fsdp_reshard_after_forward = \"" << reshard << "\"\n";
+  }
+  out << "tensor_parallel_degree = " << s.tp << '\n';
+  out << "pipeline_parallel_degree = " << s.pp << '\n';
+  if (s.pp > 1) {
+    const char* schedule = nullptr;
+    switch (s.schedule) {
+      case Schedule::one_f_one_b: schedule = "1F1B"; break;
+      case Schedule::interleaved_1f1b: schedule = "Interleaved1F1B"; break;
+      case Schedule::gpipe: schedule = "GPipe"; break;
+      case Schedule::dualpipev: schedule = "DualPipeV"; break;
+      default: cannot(std::string("it has no ") + to_string(s.schedule) + " schedule");
+    }
+    out << "pipeline_parallel_schedule = \"" << schedule << "\"\n";
+    out << "pipeline_parallel_microbatch_size = " << s.micro_batch << '\n';
+    if (s.vpp > 1) {
+      if (m.layers % (s.pp * s.vpp) != 0) {
+        cannot(std::to_string(m.layers) + " layers do not split evenly over pp*vpp = " + std::to_string(s.pp * s.vpp) + " stages");
+      }
+      out << "pipeline_parallel_layers_per_stage = " << m.layers / (s.pp * s.vpp) << '\n';
+    }
+  }
+  out << "context_parallel_degree = " << s.cp << '\n';
+  if (s.cp > 1) {
+    if (s.cp_algo == CpAlgo::ulysses || s.cp_algo == CpAlgo::hybrid) cannot(std::string("it has no Ulysses context parallelism (cp_algo=") + to_string(s.cp_algo) + ")");
+    // Ring attention passes KV shards between neighbours ("alltoall" rotation) or gathers them.
+    out << "context_parallel_rotate_method = \"" << (s.cp_algo == CpAlgo::allgather ? "allgather" : "alltoall") << "\"\n";
+  }
+  if (m.is_moe()) {
+    out << "expert_parallel_degree = " << s.ep << '\n';
+    out << "expert_tensor_parallel_degree = " << s.etp << '\n';
+  }
+  out << "\n[activation_checkpoint]\n";
+  switch (s.recompute) {
+    case Recompute::none: out << "mode = \"none\"\n"; break;
+    case Recompute::selective: out << "mode = \"selective\"\nselective_ac_option = \"op\"\n"; break;
+    case Recompute::full:
+      if (s.recompute_layers != 0) cannot("it recomputes every layer or none (recompute_layers=" + std::to_string(s.recompute_layers) + ")");
+      out << "mode = \"full\"\n";
+      break;
+  }
+  // Without PP each gradient-accumulation step runs local_batch_size sequences; with PP the
+  // local batch is one step's sequences, cut into pipeline micro-batches.
+  out << "\n[training]\n";
+  out << "local_batch_size = " << (s.pp > 1 ? s.micro_batch * s.num_microbatches : s.micro_batch) << '\n';
+  out << "global_batch_size = " << run.global_batch << '\n';
+  TrainerConfig r;
+  r.text = out.str();
+  return r;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,35 @@
+#include "engine/trainer_export.hpp"
+
+namespace meshfit {
+
+std::optional<TrainerFormat> trainer_format_by_name(const std::string& name) {
+  if (name == "megatron") return TrainerFormat::megatron;
+  if (name == "torchtitan") return TrainerFormat::torchtitan;
+  if (name == "deepspeed") return TrainerFormat::deepspeed;
+  if (name == "hyperparallel" || name == "sapp-nd") return TrainerFormat::hyperparallel;
+  return std::nullopt;
+}
+
+const char* trainer_format_names() { return "megatron, torchtitan, deepspeed, hyperparallel"; }
+
+const char* trainer_format_extension(TrainerFormat f) {
+  switch (f) {
+    case TrainerFormat::megatron: return "txt";
+    case TrainerFormat::torchtitan: return "toml";
+    case TrainerFormat::deepspeed: return "json";
+    case TrainerFormat::hyperparallel: return "yaml";
+  }
+  return "txt";
+}
+
+TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, const Strategy& s) {
+  switch (f) {
+    case TrainerFormat::megatron: return megatron_args(m, run, s);
+    case TrainerFormat::torchtitan: return torchtitan_toml(m, run, s);
+    case TrainerFormat::deepspeed: return deepspeed_json(m, run, s);
+    case TrainerFormat::hyperparallel: return hyperparallel_yaml(m, run, s);
+  }
+  throw ExportError("unknown trainer format");
+}
+
+}  // namespace meshfit

@@ -1,0 +1,124 @@
+// `meshfit export` (issue 7): each trainer's output for a fixed strategy against an expected file
+// written by hand from that trainer's documented flag and field names (tests/data/export/), the
+// HyperParallel train YAML read back into the same strategy, and strategies a trainer cannot
+// express rejected with a reason.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/device_config.hpp"
+#include "engine/model_config.hpp"
+#include "engine/run_config.hpp"
+#include "engine/strategy_string.hpp"
+#include "test_support.hpp"
+
+using meshfit::test::data_path;
+using meshfit::test::run;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::vector<std::string> export_args(const std::string& model, const std::string& devices, const std::string& seq,
+                                     const std::string& batch, const std::string& to, const std::string& strategy) {
+  return {"export", "--model", model, "--device", "h100-80gb", "--devices", devices, "--seq", seq,
+          "--global-batch", batch, "--to", to, "--strategy", strategy};
+}
+
+}  // namespace
+
+TEST_CASE("export: Megatron-LM arguments (dense: interleaved PP, ring CP, block recompute)") {
+  // 80 layers over pp·vpp = 8 virtual stages: 10 each; recompute_layers 4 per stage over 2
+  // chunks: 2 per chunk (Megatron's block method); G = dp·cp = 4, one optimizer instance.
+  const auto r = run(export_args("llama-3.1-70b", "64", "8192", "512", "megatron",
+                                 "tp=4,sp=true,pp=4,vpp=2,cp=2,cp_algo=ring,zero=1,recompute=full,recompute_layers=4,mbs=1"));
+  CHECK(r.code == 0);
+  CHECK(r.out == slurp(data_path("export/llama70b_megatron.txt")));
+}
+
+TEST_CASE("export: Megatron-LM arguments (MoE: hybrid CP, EP, distributed optimizer instances)") {
+  // dp = 64/(2·4) = 8; shard group 4 of dp·cp = 32 ranks: 8 optimizer instances; hybrid CP of
+  // Ulysses 2 inside a ring of 2.
+  const auto r = run(export_args("mixtral-8x7b", "64", "4096", "512", "megatron",
+                                 "tp=2,sp=true,cp=4,cp_algo=hybrid,cp_u=2,ep=8,etp=1,zero=1,shard_group=4,mbs=2"));
+  CHECK(r.code == 0);
+  CHECK(r.out == slurp(data_path("export/mixtral_megatron.txt")));
+}
+
+TEST_CASE("export: torchtitan TOML (HSDP, interleaved PP, per-op selective AC)") {
+  // dp = 16/(2·2) = 4, FSDP over 2 of them, 2 replicas; m = 64/(4·1) = 16 micro-batches of 1 make
+  // the local batch under PP; 32 layers / 4 virtual stages = 8.
+  auto args = export_args("llama-3.1-8b", "16", "8192", "64", "torchtitan",
+                          "tp=2,sp=true,pp=2,vpp=2,zero=3,shard_group=2,recompute=selective,mbs=1");
+  args.insert(args.end(), {"--framework", "torchtitan"});
+  const auto r = run(args);
+  CHECK(r.code == 0);
+  CHECK(r.out == slurp(data_path("export/llama8b_torchtitan.toml")));
+}
+
+TEST_CASE("export: DeepSpeed JSON (ZeRO-3 with MiCS shard group, accumulation steps)") {
+  // dp = 8, b = 2: 64 = 2 · 4 · 8, so 4 accumulation steps; shard group 4 < dp: MiCS.
+  const auto r = run(export_args("llama-3.1-8b", "8", "4096", "64", "deepspeed", "zero=3,shard_group=4,recompute=full,mbs=2"));
+  CHECK(r.code == 0);
+  CHECK(r.out == slurp(data_path("export/llama8b_deepspeed.json")));
+  CHECK(has(r.err, "gradient_checkpointing_enable"));  // full recompute is not a JSON field: said on stderr
+}
+
+TEST_CASE("export: HyperParallel train YAML, and meshfit reads it back") {
+  const std::string strategy = "tp=4,sp=true,pp=2,cp=2,cp_algo=ulysses,ep=4,etp=4,zero=2,recompute=full,recompute_layers=3,mbs=1";
+  const auto r = run(export_args("mixtral-8x7b", "64", "4096", "512", "hyperparallel", strategy));
+  CHECK(r.code == 0);
+  CHECK(r.out == slurp(data_path("export/mixtral_hyperparallel.yaml")));
+
+  const auto path = (std::filesystem::temp_directory_path() / "meshfit-export-test.yaml").string();
+  std::ofstream(path) << r.out;
+  const meshfit::Model m = meshfit::load_model("mixtral-8x7b");
+  const meshfit::Cluster c = meshfit::make_cluster("h100-80gb", 64);
+  meshfit::RunFlags f;
+  f.seq = 4096;
+  f.global_batch = 512;
+  const meshfit::Run run_ = meshfit::make_run(f, true);
+  std::vector<std::string> warnings;
+  const auto direct = meshfit::parse_strategy(strategy, m, run_, c, warnings);
+  const auto back = meshfit::parse_strategy(path, m, run_, c, warnings);
+  CHECK(meshfit::strategy_to_string(back) == meshfit::strategy_to_string(direct));
+  // The same file drives `estimate`.
+  const auto est = run({"estimate", "--model", "mixtral-8x7b", "--device", "h100-80gb", "--devices", "64", "--seq", "4096",
+                        "--global-batch", "512", "--strategy", path});
+  CHECK(has(est.out, meshfit::strategy_to_string(direct)));
+}
+
+TEST_CASE("export: what a trainer cannot express is an error that says why (exit 2)") {
+  const auto ulysses = run(export_args("llama-3.1-8b", "16", "8192", "64", "torchtitan", "tp=2,sp=true,cp=2,cp_algo=ulysses,zero=3"));
+  CHECK(ulysses.code == 2);
+  CHECK(has(ulysses.err, "torchtitan cannot express this strategy"));
+  CHECK(has(ulysses.err, "Ulysses"));
+  const auto zero1 = run(export_args("llama-3.1-8b", "16", "8192", "64", "torchtitan", "tp=2,sp=true,zero=1"));
+  CHECK(zero1.code == 2);
+  CHECK(has(zero1.err, "zero_stage=1"));
+  const auto tp = run(export_args("llama-3.1-8b", "16", "8192", "64", "deepspeed", "tp=2,zero=2"));
+  CHECK(tp.code == 2);
+  CHECK(has(tp.err, "tensor-parallel"));
+  const auto gpipe = run(export_args("llama-3.1-8b", "16", "8192", "64", "megatron", "pp=2,schedule=gpipe"));
+  CHECK(gpipe.code == 2);
+  CHECK(has(gpipe.err, "GPipe"));
+  const auto unknown = run(export_args("llama-3.1-8b", "16", "8192", "64", "nemo", "tp=2"));
+  CHECK(unknown.code == 2);
+  CHECK(has(unknown.err, "--to"));
+}
+
+TEST_CASE("export: a train YAML without parallel_config names the file and the field") {
+  const auto path = (std::filesystem::temp_directory_path() / "meshfit-export-bad.yaml").string();
+  std::ofstream(path) << "runner_config:\n  batch_size: 1\n";
+  const auto r = run({"estimate", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8", "--seq", "4096",
+                      "--global-batch", "64", "--strategy", path});
+  CHECK(r.code == 2);
+  CHECK(has(r.err, path));
+  CHECK(has(r.err, "parallel_config"));
+}
