@@ -36,27 +36,6 @@ std::string finding(const CheckResult& r) {
 
 }  // namespace
 
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\n': out += "&#10;"; break;
-      default:
-        // XML 1.0 forbids most control characters even escaped.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') {
-          out += '?';
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
 
 void write_check_summary(const std::vector<CheckResult>& results, std::ostream& out) {
   TextTable t(4);  // every column left-aligned; no header row: each line stands alone in a CI log

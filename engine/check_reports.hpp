@@ -18,6 +18,5 @@ void write_check_junit(const std::vector<CheckResult>& results, std::ostream& ou
 // "::error file=F,line=N,title=T::message" per failed or invalid entry (workflow commands).
 void write_github_annotations(const std::vector<CheckResult>& results, std::ostream& out);
 
-std::string xml_escape(const std::string& text);
 
 }  // namespace meshfit

@@ -13,15 +13,20 @@
 
 #include <tbb/global_control.h>
 
+#include "engine/atomic_file.hpp"
 #include "engine/cli_options.hpp"
 #include "engine/commands.hpp"
 #include "engine/device_config.hpp"
+#include "engine/front_chart_svg.hpp"
+#include "engine/html_report.hpp"
 #include "engine/input_error.hpp"
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
 #include "engine/model_config.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
+#include "engine/trainer_export.hpp"
+#include "estimators/memory_model.hpp"
 #include "engine/yaml_fields.hpp"
 #include "search/strategy_search.hpp"
 
@@ -139,6 +144,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   ClusterFlags cluster_flags;
   RunFlags run_flags;
   std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, policies;
+  std::string plot_file, report_file, export_best, export_out;
   std::size_t top = 10;
   int threads = 0;
   bool no_prune = false;
@@ -165,7 +171,12 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       ("policies", po::value(&policies), "switch policies: tp_in_node=off,even_split=on,...")
       ("top", po::value(&top)->default_value(10), "how many of the fastest fitting strategies to list")
       ("threads", po::value(&threads)->default_value(0), "worker threads (default: all cores)")
-      ("no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)");
+      ("no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)")
+      ("plot", po::value(&plot_file), "write an SVG chart of the search: fitting strategies, the front, the budget")
+      ("report", po::value(&report_file), "write a self-contained HTML report: inputs, front, chart, stage memory")
+      ("export-best", po::value(&export_best), "the fastest fitting strategy for a trainer: megatron, torchtitan, deepspeed or hyperparallel")
+      ("export-out", po::value(&export_out), "write --export-best's output to FILE (default: after the results; "
+                                             "with --format json, as its \"export\" field)");
   add_run_options(desc, run_flags);
   desc.add_options()("format", po::value(&common.format)->default_value("table"), "table, json or csv")
       ("help,h", po::bool_switch(&common.help), "show this help");
@@ -253,6 +264,18 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   }
   std::optional<tbb::global_control> limit;
   if (threads > 0) limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
+  std::optional<TrainerFormat> export_format;
+  if (!export_best.empty()) {
+    export_format = trainer_format_by_name(export_best);
+    if (!export_format) throw InputError("command line", "--export-best", std::string("one of ") + trainer_format_names() + ", got '" + export_best + "'");
+  }
+  if (counts.size() > 1 && (!plot_file.empty() || !report_file.empty() || export_format)) {
+    throw UsageError("meshfit search: --plot, --report and --export-best take a single device count");
+  }
+  if (format == OutputFormat::csv && export_format && export_out.empty()) {
+    throw UsageError("meshfit search: with --format csv, --export-best needs --export-out FILE");
+  }
+  options.collect_cloud = !plot_file.empty() || !report_file.empty();
   if (counts.size() > 1) {  // the inverse query: which device counts can train this at all?
     std::vector<std::pair<std::int64_t, SearchResult>> results;
     for (std::int64_t n : counts) {
@@ -313,12 +336,54 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   const SearchResult result = run_search(space, options);
   std::signal(SIGINT, previous);
 
+  // The fastest fitting strategy in a trainer's format (an error for the trainer is reported,
+  // and the exit code says so, but the search's results are still written).
+  std::optional<TrainerConfig> exported;
+  std::string export_error;
+  if (export_format && !result.front.empty()) {
+    try {
+      exported = export_strategy(*export_format, model, run, result.front.front().strategy);
+    } catch (const ExportError& e) {
+      export_error = e.what();
+    }
+  }
+  const std::string title = model.name + " on " + std::to_string(cluster.devices) + " x " + cluster.device.name + ", seq " +
+                            std::to_string(run.seq) + ", global batch " + std::to_string(run.global_batch);
+  if (!plot_file.empty() || !report_file.empty()) {
+    const std::string svg = front_chart_svg(result, title);
+    if (!plot_file.empty()) write_file_atomically(plot_file, svg, "--plot");
+    if (!report_file.empty()) {
+      MemoryReport chosen;
+      if (!result.front.empty()) chosen = estimate_memory(model, run, cluster, result.front.front().strategy, options.headroom_bytes);
+      write_file_atomically(report_file, html_report(model, cluster, run, result, chosen, svg), "--report");
+    }
+  }
+  if (exported && !export_out.empty()) write_file_atomically(export_out, exported->text, "--export-out");
+
   if (format == OutputFormat::json) {
-    write_json(result, out);
+    std::ostringstream json;
+    write_json(result, json);
+    std::string text = json.str();
+    if (exported && export_out.empty()) {  // one more field at the end of the object
+      std::ostringstream field;
+      JsonWriter j(field);
+      j.begin_object().key("export").begin_object().field("format", export_best).field("text", exported->text).end_object().end_object();
+      const std::string f = field.str();
+      text = text.substr(0, text.rfind('}')) + "," + f.substr(1);
+    }
+    out << text;
   } else if (format == OutputFormat::csv) {
     write_csv(result, out);
   } else {
     write_table(model, cluster, run, result, out);
+    if (exported && export_out.empty()) out << "\n" << export_best << " configuration of the fastest:\n" << exported->text;
+  }
+  if (exported) {
+    for (const auto& n : exported->notes) err << "meshfit search: note: " << n << '\n';
+  }
+  if (!export_error.empty()) {
+    err << "meshfit search: error: --export-best: " << export_error << '\n';
+    return 2;
   }
   if (result.fitting == 0) {
     err << "meshfit search: nothing fits in " << fixed(result.budget / kGiB, 2) << " GiB per device";

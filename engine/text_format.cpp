@@ -45,4 +45,26 @@ void TextTable::print(std::ostream& out, const std::string& indent) const {
   }
 }
 
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;
+      default:
+        // XML 1.0 forbids most control characters even escaped.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r') {
+          out += '?';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
 }  // namespace meshfit

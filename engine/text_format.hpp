@@ -25,4 +25,7 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// Text made safe inside XML (and HTML) elements and attribute values.
+std::string xml_escape(const std::string& text);
+
 }  // namespace meshfit

@@ -54,6 +54,7 @@ struct Partial {
   std::array<std::int64_t, kRuleSlots> histogram{};
   std::optional<ScoredStrategy> closest;
   std::size_t k = 10;
+  FitCloud cloud;
 
   void add_fitting(const ScoredStrategy& x) {
     add_front_only(x);
@@ -77,6 +78,7 @@ struct Partial {
     for (const auto& x : o.front) add_front_only(x);
     for (const auto& x : o.top) add_top(x);
     if (o.closest) consider_closest(*o.closest);
+    cloud.merge(o.cloud);
   }
   void add_front_only(const ScoredStrategy& x) {
     for (const auto& y : front) {
@@ -145,6 +147,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             x.mfu = time.mfu;
             ++acc.fitting;
             acc.add_fitting(x);
+            if (options.collect_cloud) acc.cloud.add(x.peak_bytes, budget, x.step_s);
           }, [&](std::size_t slot, std::int64_t count) {
             acc.enumerated += count;
             acc.histogram[slot] += count;
@@ -175,6 +178,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   r.histogram = total.histogram;
   if (r.fitting == 0) r.closest = total.closest;
   r.interrupted = interrupted.load();
+  r.cloud = total.cloud;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "search/fit_cloud.hpp"
 #include "search/search_space.hpp"
 
 namespace meshfit {
@@ -33,12 +34,14 @@ struct SearchResult {
   std::optional<ScoredStrategy> closest;  // smallest peak among valid strategies (when none fits)
   double seconds = 0;
   bool interrupted = false;
+  FitCloud cloud;  // every fitting strategy's cell, when SearchOptions::collect_cloud
 };
 
 struct SearchOptions {
   std::size_t top_k = 10;
   bool prune = true;          // skip estimating larger b once a b does not fit (provably same output)
   double headroom_bytes = 0;
+  bool collect_cloud = false;  // fill SearchResult::cloud (for --plot and --report)
   const std::atomic<bool>* stop = nullptr;         // set by a signal handler: finish early, marked
   std::function<void(std::size_t, std::size_t)> progress;  // (triples done, triples) from any thread
 };

@@ -1,0 +1,92 @@
+// What `meshfit search` writes beside its table (issue 7): the SVG chart (well-formed, one
+// numbered point per front strategy with that strategy in its title, the budget line, axes with
+// units), the HTML report (inputs, the front, the chart, one memory bar row per stage of the
+// fastest strategy), and --export-best.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/strategy_string.hpp"
+#include "test_support.hpp"
+
+using meshfit::test::run;
+using meshfit::test::xml_elements;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// A small space: Llama-3.1-8B on 16 H100s, pinned to pp 2 so that the report has two stages.
+const std::vector<std::string> kSearch = {"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "16",
+                                          "--seq", "4096", "--global-batch", "64", "--pp", "2", "--format", "json"};
+
+}  // namespace
+
+TEST_CASE("search --plot: a well-formed SVG with the front's points, the budget and the axes") {
+  const fs::path dir = fs::temp_directory_path() / "meshfit-plot-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto args = kSearch;
+  args.insert(args.end(), {"--plot", (dir / "front.svg").string(), "--report", (dir / "report.html").string()});
+  const auto r = run(args);
+  REQUIRE(r.code == 0);
+  const std::string svg = slurp(dir / "front.svg");
+  const auto elements = xml_elements(svg);
+  REQUIRE(!elements.empty());
+  CHECK(elements.front() == "svg");
+  // The front from the JSON output: its size and its strategies.
+  const std::size_t front = count_of(r.out.substr(r.out.find("\"front\""), r.out.find("\"top\"") - r.out.find("\"front\"")),
+                                     "\"strategy\"");
+  REQUIRE(front > 0);
+  const std::string front_group = svg.substr(svg.find("<g class=\"front\">"));
+  CHECK(count_of(front_group, "<circle") == front);
+  CHECK(count_of(front_group, "<title>") == front);
+  CHECK(svg.find("<title>1: ") != std::string::npos);
+  CHECK(svg.find("budget 79.6 GiB") != std::string::npos);  // H100-80GB: 79.6 GiB usable (the device preset)
+  CHECK(svg.find("peak memory per device (GiB)") != std::string::npos);
+  CHECK(svg.find("step time (s, log scale)") != std::string::npos);
+  CHECK(count_of(svg, "r=\"1.6\"") > front);  // the fitting strategies beyond the front, faint
+
+  const std::string html = slurp(dir / "report.html");
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(html.find("</html>") != std::string::npos);
+  CHECK(count_of(html, "<svg") == 2);          // the chart and the stage bars
+  CHECK(count_of(html, "<tr><td>") == front);  // one front row per strategy
+  CHECK(html.find(">stage 0</text>") != std::string::npos);
+  CHECK(html.find(">stage 1</text>") != std::string::npos);
+  CHECK(html.find(">stage 2</text>") == std::string::npos);
+  // The chart inside the page is the same document, without the XML declaration.
+  const std::string embedded = html.substr(html.find("<svg"), html.find("</svg>") + 6 - html.find("<svg"));
+  CHECK(!xml_elements("<?xml version=\"1.0\"?>\n" + embedded).empty());
+}
+
+TEST_CASE("search --export-best: the fastest strategy in the trainer's format") {
+  auto args = kSearch;
+  args.insert(args.end(), {"--export-best", "megatron"});
+  const auto r = run(args);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("\"export\":{\"format\":\"megatron\",\"text\":\"--tensor-model-parallel-size") != std::string::npos);
+  CHECK(r.out.find("--pipeline-model-parallel-size 2") != std::string::npos);
+
+  auto table = kSearch;
+  table.resize(table.size() - 2);  // no --format json
+  table.insert(table.end(), {"--export-best", "nemo"});
+  CHECK(run(table).code == 2);
+  table.back() = "deepspeed";  // pp = 2 cannot be a DeepSpeed JSON: the error says so, exit 2
+  const auto ds = run(table);
+  CHECK(ds.code == 2);
+  CHECK(ds.err.find("deepspeed cannot express this strategy") != std::string::npos);
+  CHECK(ds.out.find("Pareto front") != std::string::npos);  // the search's results are still written
+}
