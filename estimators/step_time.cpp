@@ -29,9 +29,15 @@ double exposed(double t, double window, double pieces) {
 }  // namespace
 
 TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
+  TimeReport r;
+  estimate_step_time_into(r, m, run, cluster, s, make_layout(m, run, s));
+  return r;
+}
+
+void estimate_step_time_into(TimeReport& r, const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
+                             const PipelineLayout& layout) {
   const Device& d = cluster.device;
   const RunOptions& o = run.options;
-  const PipelineLayout layout = make_layout(m, run, s);
   const std::int64_t nv = s.virtual_stages();
   const KernelScales eta = kernel_scales(run, s);
   const double h = static_cast<double>(m.hidden), tp = static_cast<double>(s.tp);
@@ -72,8 +78,10 @@ TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& clu
   const double bucket_params = std::max(40e6, 1e6 * bucket_group);
   const Precision& pr = run.precision;
 
-  TimeReport r;
-  r.stages.resize(static_cast<std::size_t>(s.pp));
+  std::vector<StageTime> stages = std::move(r.stages);
+  r = TimeReport{};
+  r.stages = std::move(stages);
+  r.stages.assign(static_cast<std::size_t>(s.pp), StageTime{});
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageTime& st = r.stages[static_cast<std::size_t>(i)];
     st.stage = i;
@@ -101,8 +109,11 @@ TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& clu
       units += 1;
     };
     bool embedding = false, head = false;
-    for (const auto& vs : layout.vstages) {
-      if (vs.stage != i) continue;
+    // The stage's chunks in model order (vstage_of rises with the chunk, as in the layout).
+    for (std::int64_t c = 0; c < s.vpp; ++c) {
+      const std::int64_t u_c = layout.vstage_of(i, c);
+      if (u_c < 0) continue;
+      const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u_c)];
       for (std::int64_t l = 0; l < vs.layers; ++l) {
         Recompute mode = s.recompute;
         if (s.recompute == Recompute::full) mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
@@ -204,7 +215,6 @@ TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& clu
   r.tokens_per_sec_per_device = gb * seq / (r.step * N);
   r.model_flops = 3 * gb * sequence_flops(m, seq);
   r.mfu = r.model_flops / (r.step * N * d.peak_flops);
-  return r;
 }
 
 }  // namespace meshfit

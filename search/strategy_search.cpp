@@ -140,7 +140,8 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
               acc.consider_closest(x);
               return;
             }
-            const TimeReport time = estimate_step_time(m, run, cluster, s);
+            thread_local TimeReport time;
+            estimate_step_time_into(time, m, run, cluster, s, scratch.layout);  // the layout just made for s
             x.step_s = time.step;
             x.time_ns = std::llround(time.step * 1e9);
             x.tokens_per_sec_per_device = time.tokens_per_sec_per_device;
