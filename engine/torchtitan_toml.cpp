@@ -1,7 +1,8 @@
 // torchtitan's job config for a strategy (torchtitan/config/job_config.py: [parallelism]
 // data_parallel_replicate_degree, data_parallel_shard_degree, fsdp_reshard_after_forward,
 // tensor_parallel_degree, pipeline_parallel_degree, pipeline_parallel_schedule,
-// pipeline_parallel_microbatch_size, pipeline_parallel_layers_per_stage, context_parallel_degree,
+// pipeline_parallel_microbatch_size, pipeline_parallel_layers_per_stage,
+// pipeline_parallel_first_stage_less_layers, pipeline_parallel_last_stage_less_layers, context_parallel_degree,
 // context_parallel_rotate_method, expert_parallel_degree, expert_tensor_parallel_degree;
 // [activation_checkpoint] mode, selective_ac_option; [training] local_batch_size,
 // global_batch_size).
@@ -46,12 +47,20 @@ TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s)
     }
     out << "pipeline_parallel_schedule = \"" << schedule << "\"\n";
     out << "pipeline_parallel_microbatch_size = " << s.micro_batch << '\n';
-    if (s.vpp > 1) {
-      if (m.layers % (s.pp * s.vpp) != 0) {
-        cannot(std::to_string(m.layers) + " layers do not split evenly over pp*vpp = " + std::to_string(s.pp * s.vpp) + " stages");
-      }
-      out << "pipeline_parallel_layers_per_stage = " << m.layers / (s.pp * s.vpp) << '\n';
+    // torchtitan makes ceil((layers + first_less + last_less) / layers_per_stage) virtual stages,
+    // the embedding and the output counting as the first and last stage's "less layers" — the
+    // account_embedding / account_loss slots of meshfit's layout (memory-model.md §5.1).
+    const RunOptions& o = run.options;
+    const std::int64_t slots = m.layers + (o.account_embedding ? 1 : 0) + (o.account_loss ? 1 : 0);
+    const std::int64_t nv = s.pp * s.vpp, per_stage = (slots + nv - 1) / nv;
+    if ((slots + per_stage - 1) / per_stage != nv || !o.layers_per_vstage.empty() || o.layers_first_stage > 0 ||
+        o.layers_last_stage > 0) {
+      cannot(std::to_string(slots) + " layer slots cannot make exactly pp*vpp = " + std::to_string(nv) +
+             " virtual stages of pipeline_parallel_layers_per_stage layers");
     }
+    out << "pipeline_parallel_layers_per_stage = " << per_stage << '\n';
+    out << "pipeline_parallel_first_stage_less_layers = " << (o.account_embedding ? 1 : 0) << '\n';
+    out << "pipeline_parallel_last_stage_less_layers = " << (o.account_loss ? 1 : 0) << '\n';
   }
   out << "context_parallel_degree = " << s.cp << '\n';
   if (s.cp > 1) {

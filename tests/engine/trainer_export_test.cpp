@@ -53,7 +53,8 @@ TEST_CASE("export: Megatron-LM arguments (MoE: hybrid CP, EP, distributed optimi
 
 TEST_CASE("export: torchtitan TOML (HSDP, interleaved PP, per-op selective AC)") {
   // dp = 16/(2·2) = 4, FSDP over 2 of them, 2 replicas; m = 64/(4·1) = 16 micro-batches of 1 make
-  // the local batch under PP; 32 layers / 4 virtual stages = 8.
+  // the local batch under PP; 32 layers + embedding + output (torchtitan's split counts both) =
+  // 34 slots: 9 per virtual stage makes ceil(34/9) = 4 = pp·vpp stages.
   auto args = export_args("llama-3.1-8b", "16", "8192", "64", "torchtitan",
                           "tp=2,sp=true,pp=2,vpp=2,zero=3,shard_group=2,recompute=selective,mbs=1");
   args.insert(args.end(), {"--framework", "torchtitan"});
