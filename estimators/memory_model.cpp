@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <string>
 
 #include "estimators/backward_transients.hpp"
 #include "estimators/in_flight.hpp"
@@ -19,21 +20,7 @@ namespace meshfit {
 namespace {
 
 constexpr double kNone = -std::numeric_limits<double>::infinity();
-
-// Everything about one layer kind under this strategy, computed once per estimate.
-struct KindFigures {
-  RankParams params;
-  CensusPerToken census;
-  ModelStates states;  // of one layer
-  double gathered_params = 0;  // Pg: its own and the prefetched layer's gathered parameters (§9.1)
-  double reduce_buffers = 0;   // Rg: its gradients as produced and reduce-scattered (§9.1)
-  // --rules sapp-nd only: the seed's counts, its gradient-clipping buffer and DP comm (§17.3).
-  sapp_nd::Counts seed_counts;
-  double clip = 0, dp_comm = 0;
-  // One layer's activation under each recompute mode (index: Recompute's value): the same for
-  // every layer of the kind, so computed once per estimate rather than once per layer.
-  std::array<LayerActivation, 3> by_mode{};
-};
+using Part = StageActivations::Part;
 
 // Clears a stage for reuse, keeping its vectors' storage.
 void reset(StageMemory& st) {
@@ -44,123 +31,113 @@ void reset(StageMemory& st) {
   st.chunk_inflight = std::move(inflight);
 }
 
-}  // namespace
+// A layer kind's activations under this strategy, the same for every layer of the kind: computed
+// once per estimate rather than once per layer.
+struct KindActivation {
+  CensusPerToken census;
+  std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value
+};
 
-MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
-                             double headroom_bytes) {
-  MemoryReport report;
-  MemoryScratch scratch;
-  estimate_memory_into(report, scratch, m, run, cluster, s, headroom_bytes);
-  return report;
+// A layer kind's model states and ZeRO/FSDP buffers under this strategy's (z, G).
+struct KindStates {
+  ModelStates states;          // of one layer
+  double gathered_params = 0;  // Pg: its own and the prefetched layer's gathered parameters (§9.1)
+  double reduce_buffers = 0;   // Rg: its gradients as produced and reduce-scattered (§9.1)
+  // --rules sapp-nd only: its gradient-clipping buffer and DP comm (§17.3).
+  double clip = 0, dp_comm = 0;
+};
+
+// A Tr_layer candidate X − K_after of layer kind `k` at body index `at` (§9.1). Pg + Rg + Xsp,
+// added later, depend only on the kind, and adding a constant keeps the order of floating-point
+// values, so the kind's largest base gives its largest candidate. Strictly greater: on a tie the
+// first the scan meets stands, as in the one-pass scan.
+void offer(std::array<double, 2>& best, std::array<std::int64_t, 2>* at, std::array<std::int64_t, 2>* order,
+           std::size_t k, double base, std::int64_t layer, std::int64_t position) {
+  if (base > best[k]) {
+    best[k] = base;
+    if (at) (*at)[k] = layer;
+    if (order) (*order)[k] = position;
+  }
 }
 
-void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Model& m, const Run& run,
-                          const Cluster& cluster, const Strategy& s, double headroom_bytes) {
-  // --rules sapp-nd: the seed's own expressions where §17.3 says the default rules depart.
+// Everything of the estimate that neither z nor G changes (memory-model.md §7–§9).
+void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, const Model& m, const Run& run,
+                     const Device& dev, const Strategy& s, const PipelineLayout& layout) {
   const bool seed = run.rules == Rules::sapp_nd;
-  const Device dev = seed ? sapp_nd::overheads(cluster.device) : cluster.device;
-  const sapp_nd::Factors seed_f = sapp_nd::factors(m, s);
   const RunOptions& o = run.options;
-  if (update_layout_key(scratch.layout_key, m, run, s)) make_layout_into(scratch.layout, m, run, s);
-  const PipelineLayout& layout = scratch.layout;
   const std::int64_t nv = s.virtual_stages();
   const double h = static_cast<double>(m.hidden);
-  const double tp = static_cast<double>(s.tp);
   const double sigma = static_cast<double>(s.sigma());
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
   const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
-  const ZeroDivisors z = zero_divisors(s);
-  const bool reshard = reshards_after_forward(run, s);
-  const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
-  const bool gather_per_layer = s.zero == 3 && reshard;
-  const double prefetch = 1 + static_cast<double>(o.fsdp_prefetch_layers);
   const double g_kv = seed ? sapp_nd::gathered_kv(m, run, s) : gathered_kv_bytes(m, run, s);
   // Item 9: the seed keeps a fully recomputed layer's input for the whole sequence (no /cp).
   const double seed_full_input = o.beta_a * static_cast<double>(run.seq * s.micro_batch) * h / sigma;
-  const double x_sp = s.tp > 1 && s.sp ? n_cp * o.beta_a * h : 0;  // Xsp of §9.1
   const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
 
-  auto kind = [&](FfnKind ffn) {
-    KindFigures k;
-    k.params = rank_params(layer_params(m, ffn, kv_counted), s);
+  auto kind = [&](FfnKind ffn, RankParams& params) {
+    KindActivation k;
+    params = rank_params(layer_params(m, ffn, kv_counted), s);
     k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
     const std::string kind_name = std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") +
                                   (ffn == FfnKind::moe ? "_moe" : "_dense");
     if (const MeasuredCensus* mc = m.census_for(kind_name)) k.census = per_token_measured(*mc, k.census, run, s, g_kv);
-    k.states = model_states(k.params, z, run, false, keep_gathered);
     for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
       k.by_mode[static_cast<std::size_t>(mode)] = layer_activation(k.census, mode, n_cp, h, run, s);
     }
-    if (gather_per_layer) k.gathered_params = prefetch * run.precision.beta_gather * k.params.total();
-    if (seed) {
-      k.seed_counts = sapp_nd::counts(m, ffn, s);
-      k.states = sapp_nd::layer_states(k.seed_counts, seed_f, run);
-      if (keep_gathered) k.states.gathered = run.precision.beta_gather * k.params.total();
-      k.reduce_buffers = sapp_nd::reduced_grads(k.seed_counts, seed_f, s, run);
-      k.clip = sapp_nd::grad_clip_buffer(k.seed_counts, seed_f, run);
-      k.dp_comm = sapp_nd::dp_comm_elements(k.seed_counts, seed_f, s, m.is_moe());
-    } else if (s.zero >= 2) {
-      // whole(ℓ): a part no other rank shards is not reduce-scattered.
-      const double whole = run.precision.beta_red * ((k.params.non_expert + k.params.shared) * (z.G > 1 ? 1 : 0) +
-                                                     k.params.routed * (z.Ge > 1 ? 1 : 0));
-      k.reduce_buffers = whole * (o.overlap_grad_reduce ? 2 : 1);
-    }
     return k;
   };
-  const KindFigures dense = kind(FfnKind::dense);
-  const KindFigures moe = m.is_moe() ? kind(FfnKind::moe) : dense;
-  auto figures = [&](FfnKind ffn) -> const KindFigures& { return ffn == FfnKind::moe ? moe : dense; };
+  const KindActivation dense = kind(FfnKind::dense, side.params[0]);
+  KindActivation moe_storage;
+  if (m.is_moe()) {
+    moe_storage = kind(FfnKind::moe, side.params[1]);
+  } else {
+    side.params[1] = side.params[0];
+  }
+  const KindActivation& moe = m.is_moe() ? moe_storage : dense;
+  auto figures = [&](FfnKind ffn) -> const KindActivation& { return ffn == FfnKind::moe ? moe : dense; };
 
-  // The ends of the model (§4.7, §4.8, §5.3, §7.7).
-  const double table_params = v_pad * h / tp;
-  RankParams embedding_table;
-  embedding_table.non_expert = table_params + static_cast<double>(m.positions) * h;
-  RankParams vocab_table;
-  vocab_table.non_expert = table_params;
-  RankParams final_norm;
-  final_norm.non_expert = static_cast<double>(m.norm_params());  // body rate (ruling 3)
-  RankParams mtp_extra;
-  mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
+  // The ends of the model (§7.7).
   const double k_emb = embedding_kept(m, run, s, n_cp);
   double k_out = output_kept(m, run, s, n_cp, v_pad);
   double tr_logits = logits_transient(run, s, n_cp, v_pad);
   if (const MeasuredCensus* out = m.census_for("output")) {  // §7.7: the output layer's own record
+    const double tp = static_cast<double>(s.tp);
     k_out = n_cp * (out->saved / sigma + out->saved_tp / tp);
     tr_logits = n_cp * std::max(0.0, out->working / sigma + out->working_tp / tp - (out->saved / sigma + out->saved_tp / tp));
   }
   const FfnKind mtp_ffn = m.layer_ffn.empty() ? FfnKind::dense : m.layer_ffn.back();
-  const std::int64_t embedding_stage = layout.vstages.front().stage;
-  const bool split_ends = embedding_stage != layout.head_stage;
+  const std::size_t mtp_kind = mtp_ffn == FfnKind::moe ? 1 : 0;
+  const bool split_ends = layout.vstages.front().stage != layout.head_stage;
 
-  report.capacity = dev.capacity;
-  report.budget = dev.capacity - headroom_bytes;
-  report.peak = 0;
-  report.peak_stage = 0;
-  report.stages.resize(static_cast<std::size_t>(s.pp));
-  std::vector<LayerRun>& runs = scratch.runs;
+  side.stages.resize(static_cast<std::size_t>(s.pp));
   const auto n_chunks = static_cast<std::size_t>(s.vpp);
   for (std::int64_t i = 0; i < s.pp; ++i) {
-    StageMemory& st = report.stages[static_cast<std::size_t>(i)];
+    StageActivations& a = side.stages[static_cast<std::size_t>(i)];
+    StageMemory& st = a.partial;
     reset(st);
     st.stage = i;
     st.chunk_bytes.assign(n_chunks, 0.0);
-    ModelStates states;
-    bool has_moe = false;
-    double tr_layer = kNone, tr_attn = 0, max_pg = 0, max_rg = 0;
-    std::vector<double>& tr_layer_chunk = scratch.tr_layer_chunk;
-    tr_layer_chunk.assign(n_chunks, kNone);
-    // Fully recomputed layers per chunk and kind, for the seed's gradient-clipping rule.
-    std::vector<std::array<std::int64_t, 2>>& full_layers = scratch.full_layers;
-    full_layers.assign(n_chunks, {0, 0});
-    std::vector<double>& full_kept = scratch.full_kept;  // K_1 of a full layer per chunk
-    full_kept.assign(n_chunks, 0.0);
-    double seed_last_layer = kNone;  // item 13: the stage's last layer only
+    a.parts.clear();
+    a.tr_base = {kNone, kNone};
+    a.tr_at = {-1, -1};
+    a.tr_order = {0, 0};
+    a.kind_present = {false, false};
+    a.seed_last_kind = -1;
+    a.seed_last_at = -1;
+    a.chunk_tr_base.assign(n_chunks, {kNone, kNone});
+    a.full_layers.assign(n_chunks, {0, 0});
+    a.full_kept.assign(n_chunks, 0.0);
+    a.has_moe = false;
+    double tr_attn = 0;
+    std::int64_t position = 0;  // candidates in the order the one-pass scan meets them
     std::int64_t seed_last_vstage = -1;
 
     for (std::int64_t c = 0; c < s.vpp; ++c) {
+      const auto cu = static_cast<std::size_t>(c);
       const std::int64_t u = layout.vstage_of(i, c);
       const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u)];
-      double& A = st.chunk_bytes[static_cast<std::size_t>(c)];
+      double& A = st.chunk_bytes[cu];
       runs.clear();
       Recompute last_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
       // The chunk's layers as runs of one kind and one recompute mode (its first full_recompute
@@ -179,18 +156,19 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
         const std::int64_t n = e - l;
         const double count = static_cast<double>(n);
         l = e;
-        const KindFigures& k = figures(ffn);
-        has_moe = has_moe || ffn == FfnKind::moe;
+        const KindActivation& k = figures(ffn);
+        const std::uint8_t kind_index = ffn == FfnKind::moe ? 1 : 0;
+        a.has_moe = a.has_moe || ffn == FfnKind::moe;
         last_mode = mode;
-        LayerActivation a = k.by_mode[static_cast<std::size_t>(mode)];
-        if (seed && mode == Recompute::full) a.kept = seed_full_input;
+        LayerActivation act = k.by_mode[static_cast<std::size_t>(mode)];
+        if (seed && mode == Recompute::full) act.kept = seed_full_input;
         if (mode == Recompute::full) {
-          full_layers[static_cast<std::size_t>(c)][ffn == FfnKind::moe ? 1 : 0] += n;
-          full_kept[static_cast<std::size_t>(c)] = a.kept;
+          a.full_layers[cu][kind_index] += n;
+          a.full_kept[cu] = act.kept;
         }
-        A += count * a.kept;
-        states.add(k.states, count);
-        runs.push_back({a.kept, a.working, k.gathered_params, k.reduce_buffers, index, n, mode == Recompute::full});
+        A += count * act.kept;
+        a.parts.emplace_back(kind_index == 1 ? Part::moe_layer : Part::dense_layer, count);
+        runs.push_back({act.kept, act.working, index, n, kind_index, mode == Recompute::full});
         tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
       }
       st.layers += vs.layers;
@@ -199,7 +177,7 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
       if (u == 0) {
         st.embedding = true;
         A += k_emb;
-        states += model_states(embedding_table, z, run, true, keep_gathered);
+        a.parts.emplace_back(Part::embedding, 1.0);
       }
       if (u == nv - 1) {
         st.head = true;
@@ -207,30 +185,25 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
         // body layer (§9.1's "K_out and MTP logits").
         output_side = k_out * static_cast<double>(1 + m.mtp_depths);
         A += output_side;
-        if (!m.tie) states += model_states(vocab_table, z, run, true, keep_gathered);
-        if ((m.tie || m.mtp_depths > 0) && split_ends) states += model_states(vocab_table, z, run, true, keep_gathered);
-        states += model_states(final_norm, z, run, false, keep_gathered);
+        if (!m.tie) a.parts.emplace_back(Part::vocab, 1.0);
+        if ((m.tie || m.mtp_depths > 0) && split_ends) a.parts.emplace_back(Part::vocab, 1.0);
+        a.parts.emplace_back(Part::final_norm, 1.0);
         // MTP depths (§4.8, §7.7): a body layer of the last layer's kind, eh_proj and norms; each
         // keeps its layer's K_1 and its two inputs and their concatenation (3h), besides its logits.
-        const KindFigures& k = figures(mtp_ffn);
-        const LayerActivation a = layer_activation(k.census, last_mode, n_cp, h, run, s);
-        const double mtp_kept = a.kept + n_cp * 3 * o.beta_a * h / sigma;
+        const KindActivation& k = figures(mtp_ffn);
+        const LayerActivation act = layer_activation(k.census, last_mode, n_cp, h, run, s);
+        const double mtp_kept = act.kept + n_cp * 3 * o.beta_a * h / sigma;
         for (std::int64_t d = 0; d < m.mtp_depths; ++d) {
-          states += k.states;
-          states += model_states(mtp_extra, z, run, false, keep_gathered);
-          has_moe = has_moe || mtp_ffn == FfnKind::moe;
+          a.parts.emplace_back(mtp_kind == 1 ? Part::moe_layer : Part::dense_layer, 1.0);
+          a.parts.emplace_back(Part::mtp_extra, 1.0);
+          a.has_moe = a.has_moe || mtp_ffn == FfnKind::moe;
+          a.kind_present[mtp_kind] = true;
           A += mtp_kept;
           // K_after of depth d: the logits, and the later depths' kept bytes.
           const double after = output_side + mtp_kept * static_cast<double>(m.mtp_depths - 1 - d);
-          const double tr = a.working - after + k.gathered_params + k.reduce_buffers + x_sp;
-          if (tr > tr_layer) {
-            tr_layer = tr;
-            st.tr_layer_at = m.layers + d;
-          }
-          double& chunk_tr = tr_layer_chunk[static_cast<std::size_t>(c)];
-          chunk_tr = std::max(chunk_tr, tr);
-          max_pg = std::max(max_pg, k.gathered_params);
-          max_rg = std::max(max_rg, k.reduce_buffers);
+          const double base = act.working - after;
+          offer(a.tr_base, &a.tr_at, &a.tr_order, mtp_kind, base, m.layers + d, position++);
+          offer(a.chunk_tr_base[cu], nullptr, nullptr, mtp_kind, base, 0, 0);
           tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
         }
         st.mtp_depths = m.mtp_depths;
@@ -240,35 +213,130 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
       // its last layer (the first the scan meets, which a strict > keeps on ties); were `kept`
       // negative it would be its first layer.
       double after = output_side;
-      double& chunk_tr = tr_layer_chunk[static_cast<std::size_t>(c)];
       for (std::size_t j = runs.size(); j-- > 0;) {
         const LayerRun& R = runs[j];
         const double steps = R.kept < 0 ? static_cast<double>(R.count - 1) : 0;
-        const double tr = R.working - (after + steps * R.kept) + R.pg + R.rg + x_sp;
+        const double base = R.working - (after + steps * R.kept);
         const std::int64_t at = R.kept < 0 ? R.first : R.first + R.count - 1;
         const std::int64_t last = R.first + R.count - 1;
-        max_pg = std::max(max_pg, R.pg);
-        max_rg = std::max(max_rg, R.rg);
+        a.kind_present[R.kind] = true;
         if (seed) {
           // Item 13: the stage's last body layer only; per chunk, the fully recomputed layers.
           if (j + 1 == runs.size() && u > seed_last_vstage) {
             seed_last_vstage = u;
-            seed_last_layer = R.working - after + R.pg + R.rg + x_sp;
-            st.tr_layer_at = last;
+            a.seed_last[0] = R.working - after;
+            a.seed_last_kind = R.kind;
+            a.seed_last_at = last;
           }
-          if (R.full) chunk_tr = std::max(chunk_tr, tr);
+          if (R.full) offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
         } else {
-          if (tr > tr_layer) {
-            tr_layer = tr;
-            st.tr_layer_at = at;
-          }
-          chunk_tr = std::max(chunk_tr, tr);
+          offer(a.tr_base, &a.tr_at, &a.tr_order, R.kind, base, at, position++);
+          offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
         }
         after += static_cast<double>(R.count) * R.kept;
       }
     }
 
-    if (seed) tr_layer = seed_last_layer;
+    if (seed) {  // item 8: the seed's micro factors
+      st.chunk_inflight = sapp_nd::micro_factors(s, i);
+      double peak = 0;
+      for (std::size_t c = 0; c < st.chunk_inflight.size(); ++c) {
+        peak += static_cast<double>(st.chunk_inflight[c]) * st.chunk_bytes[c];
+      }
+      st.activations = peak;
+    } else {
+      st.activations = in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes);
+    }
+    st.tr_attn = tr_attn;
+    if (st.head) st.tr_logits = tr_logits;
+    if (st.layers + st.mtp_depths > 0) {
+      st.tr_cp = seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node)
+                      : cp_buffer_transient(m, run, s, dev.devices_per_node);
+    }
+    if (a.has_moe) st.tr_ep = ep_buffer_transient(m, run, s, n_cp);
+  }
+}
+
+// The estimate: the activation side, then per (z, G) the model states, the ZeRO/FSDP parts of the
+// transients and the totals (§6, §9, §11).
+void finish(MemoryReport& report, const ActivationSide& side, const Model& m, const Run& run, const Device& dev,
+            const Strategy& s, const PipelineLayout& layout, double headroom_bytes) {
+  const bool seed = run.rules == Rules::sapp_nd;
+  const sapp_nd::Factors seed_f = sapp_nd::factors(m, s);
+  const RunOptions& o = run.options;
+  const double h = static_cast<double>(m.hidden);
+  const double tp = static_cast<double>(s.tp);
+  const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
+  const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
+  const ZeroDivisors z = zero_divisors(s);
+  const bool reshard = reshards_after_forward(run, s);
+  const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
+  const bool gather_per_layer = s.zero == 3 && reshard;
+  const double prefetch = 1 + static_cast<double>(o.fsdp_prefetch_layers);
+  const double seed_full_input = o.beta_a * static_cast<double>(run.seq * s.micro_batch) * h / static_cast<double>(s.sigma());
+  const double x_sp = s.tp > 1 && s.sp ? n_cp * o.beta_a * h : 0;  // Xsp of §9.1
+
+  auto kind = [&](FfnKind ffn, const RankParams& params) {
+    KindStates k;
+    k.states = model_states(params, z, run, false, keep_gathered);
+    if (gather_per_layer) k.gathered_params = prefetch * run.precision.beta_gather * params.total();
+    if (seed) {
+      const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
+      k.states = sapp_nd::layer_states(counts, seed_f, run);
+      if (keep_gathered) k.states.gathered = run.precision.beta_gather * params.total();
+      k.reduce_buffers = sapp_nd::reduced_grads(counts, seed_f, s, run);
+      k.clip = sapp_nd::grad_clip_buffer(counts, seed_f, run);
+      k.dp_comm = sapp_nd::dp_comm_elements(counts, seed_f, s, m.is_moe());
+    } else if (s.zero >= 2) {
+      // whole(ℓ): a part no other rank shards is not reduce-scattered.
+      const double whole = run.precision.beta_red * ((params.non_expert + params.shared) * (z.G > 1 ? 1 : 0) +
+                                                     params.routed * (z.Ge > 1 ? 1 : 0));
+      k.reduce_buffers = whole * (o.overlap_grad_reduce ? 2 : 1);
+    }
+    return k;
+  };
+  const std::array<KindStates, 2> kinds{kind(FfnKind::dense, side.params[0]),
+                                        m.is_moe() ? kind(FfnKind::moe, side.params[1]) : KindStates{}};
+  const KindStates& dense = kinds[0];
+  const KindStates& moe = m.is_moe() ? kinds[1] : dense;
+  auto candidate = [&](std::size_t k, double base) {
+    const KindStates& ks = k == 1 ? moe : dense;
+    return base + ks.gathered_params + ks.reduce_buffers + x_sp;
+  };
+
+  // The ends of the model (§4.7, §4.8, §5.3).
+  const double table_params = v_pad * h / tp;
+  RankParams embedding_table;
+  embedding_table.non_expert = table_params + static_cast<double>(m.positions) * h;
+  RankParams vocab_table;
+  vocab_table.non_expert = table_params;
+  RankParams final_norm;
+  final_norm.non_expert = static_cast<double>(m.norm_params());  // body rate (ruling 3)
+  RankParams mtp_extra;
+  mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
+  const bool split_ends = layout.vstages.front().stage != layout.head_stage;
+
+  report.capacity = dev.capacity;
+  report.budget = dev.capacity - headroom_bytes;
+  report.peak = 0;
+  report.peak_stage = 0;
+  report.stages.resize(static_cast<std::size_t>(s.pp));
+  for (std::int64_t i = 0; i < s.pp; ++i) {
+    const StageActivations& a = side.stages[static_cast<std::size_t>(i)];
+    StageMemory& st = report.stages[static_cast<std::size_t>(i)];
+    st = a.partial;
+
+    ModelStates states;
+    for (const auto& [part, times] : a.parts) {
+      switch (part) {
+        case Part::dense_layer: states.add(dense.states, times); break;
+        case Part::moe_layer: states.add(moe.states, times); break;
+        case Part::embedding: states += model_states(embedding_table, z, run, true, keep_gathered); break;
+        case Part::vocab: states += model_states(vocab_table, z, run, true, keep_gathered); break;
+        case Part::final_norm: states += model_states(final_norm, z, run, false, keep_gathered); break;
+        case Part::mtp_extra: states += model_states(mtp_extra, z, run, false, keep_gathered); break;
+      }
+    }
     st.weights = states.weights;
     st.grads = states.grads;
     st.optimizer = states.optimizer;
@@ -278,70 +346,78 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
     // reduce dtype (β_gcomm), from its first backward to the last reduce-scatter of the step.
     if (defers_grad_sync(run, s)) st.deferred_grads = run.precision.beta_gcomm * states.unsharded_elements;
 
-    struct {
-      double peak = 0;
-      std::vector<std::int64_t>& counts;
-    } act{0, st.chunk_inflight};
-    if (seed) {  // item 8: the seed's micro factors
-      act.counts = sapp_nd::micro_factors(s, i);
-      for (std::size_t c = 0; c < act.counts.size(); ++c) act.peak += static_cast<double>(act.counts[c]) * st.chunk_bytes[c];
-      // Item 10: a fully recomputed layer keeps the larger of its in-flight inputs and the
-      // gradient-clipping buffer, plus its DP comm (elements, as the seed counts them).
-      if (o.grad_clip) {
-        for (std::size_t c = 0; c < full_layers.size(); ++c) {
-          const double n = static_cast<double>(act.counts[c]);
-          for (std::size_t kind_index = 0; kind_index < 2; ++kind_index) {
-            const std::int64_t count = full_layers[c][kind_index];
-            if (count == 0) continue;
-            const KindFigures& k = kind_index == 1 ? moe : dense;
-            const double fwd = n * seed_full_input;
-            const double kept = fwd + k.dp_comm > k.clip ? fwd : k.clip;
-            act.peak += static_cast<double>(count) * (kept + (kept > 0 ? k.dp_comm : 0) - fwd);
-          }
-        }
+    // §9.1's largest layer candidate: the better kind (the first met in the scan on a tie).
+    double tr_layer = kNone, max_pg = 0, max_rg = 0;
+    if (seed) {
+      if (a.seed_last_kind >= 0) {
+        tr_layer = candidate(static_cast<std::size_t>(a.seed_last_kind), a.seed_last[0]);
+        st.tr_layer_at = a.seed_last_at;
       }
     } else {
-      act.peak = in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes);
-      // §9.9, grad_clip_model: seed — clipping materialises an optimizer-state-sized copy of a
-      // fully recomputed layer's gradients when that is larger than its in-flight inputs.
-      if (o.grad_clip_seed && o.grad_clip) {
-        for (std::size_t c = 0; c < full_layers.size(); ++c) {
-          const double fwd = static_cast<double>(act.counts[c]) * full_kept[c];
-          for (std::size_t kind_index = 0; kind_index < 2; ++kind_index) {
-            const std::int64_t count = full_layers[c][kind_index];
-            if (count == 0) continue;
-            const RankParams& p = (kind_index == 1 ? moe : dense).params;
-            const double clip = run.precision.beta_state *
-                                ((p.non_expert + p.shared) / z.OS + p.routed / z.OSe);
+      std::int64_t order = 0;
+      for (std::size_t k = 0; k < 2; ++k) {
+        if (a.tr_base[k] == kNone) continue;
+        const double tr = candidate(k, a.tr_base[k]);
+        if (tr > tr_layer || (tr == tr_layer && a.tr_order[k] < order)) {
+          tr_layer = tr;
+          order = a.tr_order[k];
+          st.tr_layer_at = a.tr_at[k];
+        }
+      }
+    }
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (!a.kind_present[k]) continue;
+      const KindStates& ks = k == 1 ? moe : dense;
+      max_pg = std::max(max_pg, ks.gathered_params);
+      max_rg = std::max(max_rg, ks.reduce_buffers);
+    }
+
+    if (o.grad_clip && (seed || o.grad_clip_seed)) {
+      for (std::size_t c = 0; c < a.full_layers.size(); ++c) {
+        const double n = static_cast<double>(st.chunk_inflight[c]);
+        for (std::size_t kind_index = 0; kind_index < 2; ++kind_index) {
+          const std::int64_t count = a.full_layers[c][kind_index];
+          if (count == 0) continue;
+          if (seed) {
+            // Item 10: a fully recomputed layer keeps the larger of its in-flight inputs and the
+            // gradient-clipping buffer, plus its DP comm (elements, as the seed counts them).
+            const KindStates& k = kind_index == 1 ? moe : dense;
+            const double fwd = n * seed_full_input;
+            const double kept = fwd + k.dp_comm > k.clip ? fwd : k.clip;
+            st.activations += static_cast<double>(count) * (kept + (kept > 0 ? k.dp_comm : 0) - fwd);
+          } else {
+            // §9.9, grad_clip_model: seed — clipping materialises an optimizer-state-sized copy of
+            // a fully recomputed layer's gradients when that is larger than its in-flight inputs.
+            const double fwd = n * a.full_kept[c];
+            const RankParams& p = side.params[kind_index == 1 && m.is_moe() ? 1 : 0];
+            const double clip = run.precision.beta_state * ((p.non_expert + p.shared) / z.OS + p.routed / z.OSe);
             const double dpc = s.zero == 3 ? run.precision.beta_gather * p.total() : 0;
             const double kept = fwd + dpc > clip ? fwd : clip;
-            act.peak += static_cast<double>(count) * (kept + (kept > 0 ? dpc : 0) - fwd);
+            st.activations += static_cast<double>(count) * (kept + (kept > 0 ? dpc : 0) - fwd);
           }
         }
       }
     }
-    st.activations = act.peak;
 
     // §9: one transient on top of the in-flight activations, the largest candidate.
     st.tr_layer = tr_layer == kNone ? 0 : tr_layer;
-    st.tr_attn = tr_attn;
-    if (st.head) st.tr_logits = tr_logits;
     if (gather_per_layer) {
       double tables = (st.embedding ? 1 : 0);
       if (st.head && (!m.tie || split_ends)) tables += 1;
       st.tr_fsdp = std::max(max_pg, tables > 0 ? prefetch * run.precision.beta_gather * table_params : 0);
     }
     st.tr_bucket = s.zero >= 2 ? max_rg : run.profile.grad_bucket_elements * run.precision.beta_G;
-    if (st.layers + st.mtp_depths > 0) {
-      st.tr_cp = seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node)
-                      : cp_buffer_transient(m, run, s, dev.devices_per_node);
-    }
-    if (has_moe) st.tr_ep = ep_buffer_transient(m, run, s, n_cp);
     double layer_candidate = st.tr_layer;
     if (s.schedule == Schedule::dualpipev && s.vpp == 2) {  // §9.8
-      const double t0 = tr_layer_chunk[0] == kNone ? 0 : tr_layer_chunk[0];
-      const double t1 = tr_layer_chunk[1] == kNone ? 0 : tr_layer_chunk[1];
-      st.tr_dpv = std::max(st.chunk_bytes[0] + t1, st.chunk_bytes[1] + t0);
+      double t[2] = {0, 0};
+      for (std::size_t c = 0; c < 2; ++c) {
+        double best = kNone;
+        for (std::size_t k = 0; k < 2; ++k) {
+          if (a.chunk_tr_base[c][k] != kNone) best = std::max(best, candidate(k, a.chunk_tr_base[c][k]));
+        }
+        t[c] = best == kNone ? 0 : best;
+      }
+      st.tr_dpv = std::max(st.chunk_bytes[0] + t[1], st.chunk_bytes[1] + t[0]);
       layer_candidate = st.tr_dpv;
     }
     st.transient = std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket,
@@ -357,12 +433,12 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
     st.step_phase_binds = step > backward;
     st.allocated = std::max(backward, step);
     st.reserved = st.allocated * (1 + dev.fragmentation);
-    const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && split_ends && (st.embedding || st.head)};
+    const StageGroups groups{a.has_moe, (m.tie || m.mtp_depths > 0) && split_ends && (st.embedding || st.head)};
     st.communicators = communicator_count(s, m.is_moe(), groups);
     st.cuda_context = dev.overhead_context;
     st.communicator_buffers = static_cast<double>(st.communicators) * dev.overhead_per_communicator;
     st.workspaces = dev.overhead_workspaces;
-    st.ep_library = has_moe ? dev.overhead_ep_library : 0;
+    st.ep_library = a.has_moe ? dev.overhead_ep_library : 0;
     st.fixed_margin = dev.overhead_fixed;
     st.device = st.reserved + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
                 st.fixed_margin;
@@ -372,6 +448,35 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
     }
   }
   report.fits = report.peak <= report.budget;
+}
+
+}  // namespace
+
+MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
+                             double headroom_bytes) {
+  MemoryReport report;
+  MemoryScratch scratch;
+  estimate_memory_into(report, scratch, m, run, cluster, s, headroom_bytes);
+  return report;
+}
+
+void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Model& m, const Run& run,
+                          const Cluster& cluster, const Strategy& s, double headroom_bytes) {
+  // --rules sapp-nd: the seed's own expressions where §17.3 says the default rules depart.
+  const bool seed = run.rules == Rules::sapp_nd;
+  const Device dev = seed ? sapp_nd::overheads(cluster.device) : cluster.device;
+  if (update_layout_key(scratch.layout_key, m, run, s)) make_layout_into(scratch.layout, m, run, s);
+  // The seed's activation side reads z and G (its shard factors), so it is never reused.
+  const std::uint64_t context = seed ? 0 : scratch.memo_context;
+  if (context == 0) {
+    activation_side(scratch.side, scratch.runs, m, run, dev, s, scratch.layout);
+    finish(report, scratch.side, m, run, dev, s, scratch.layout, headroom_bytes);
+    return;
+  }
+  bool fresh = false;
+  ActivationSide& side = scratch.memo.find(context, s, fresh);
+  if (fresh) activation_side(side, scratch.runs, m, run, dev, s, scratch.layout);
+  finish(report, side, m, run, dev, s, scratch.layout, headroom_bytes);
 }
 
 }  // namespace meshfit

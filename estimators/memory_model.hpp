@@ -2,14 +2,18 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "estimators/device.hpp"
 #include "estimators/memory_report.hpp"
 #include "estimators/model.hpp"
+#include "estimators/model_states.hpp"
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/run.hpp"
 #include "estimators/strategy.hpp"
+#include "estimators/zero_free_memo.hpp"
 
 namespace meshfit {
 
@@ -20,19 +24,49 @@ MemoryReport estimate_memory(const Model& model, const Run& run, const Cluster& 
 // A run of consecutive body layers of one kind and one recompute mode in a chunk: within it every
 // layer keeps and works the same bytes, so the backward scan of §9.1 needs only its last layer.
 struct LayerRun {
-  double kept = 0, working = 0, pg = 0, rg = 0;
+  double kept = 0, working = 0;
   std::int64_t first = 0, count = 0;  // body index of its first layer, layers in the run
+  std::uint8_t kind = 0;              // 0 dense, 1 MoE
   bool full = false;
 };
 
+// What a stage's memory owes to everything but the ZeRO stage and shard group: its layout, chunk
+// activations and in-flight counts, and the transients that read neither (§7–§9). The rest — model
+// states, the ZeRO/FSDP transients, Pg + Rg in the layer transient, totals — is added per (z, G).
+struct StageActivations {
+  StageMemory partial;  // the fields above filled; the others zero
+  // The model-state additions of the stage in order (replayed per (z, G) in the same order).
+  enum class Part : std::uint8_t { dense_layer, moe_layer, embedding, vocab, final_norm, mtp_extra };
+  std::vector<std::pair<Part, double>> parts;
+  // §9.1's Tr_layer candidates X − K_after (before + Pg + Rg + Xsp, which depend on the kind only):
+  // the stage's best per layer kind, the layer it is at and its place in the scan (for ties).
+  std::array<double, 2> tr_base{}, seed_last{};
+  std::array<std::int64_t, 2> tr_at{}, tr_order{};
+  std::array<bool, 2> kind_present{};
+  int seed_last_kind = -1;           // --rules sapp-nd: item 13's last layer (kind, base in seed_last[0])
+  std::int64_t seed_last_at = -1;
+  std::vector<std::array<double, 2>> chunk_tr_base;        // per chunk and kind (DualPipeV, §9.8)
+  std::vector<std::array<std::int64_t, 2>> full_layers;    // fully recomputed layers per chunk and kind
+  std::vector<double> full_kept;                           // K_1 of a full layer per chunk
+  bool has_moe = false;
+};
+
+// The activation side of one strategy: the same for every (z, G).
+struct ActivationSide {
+  std::vector<StageActivations> stages;
+  std::array<RankParams, 2> params{};  // one layer's per-rank parameters, dense and MoE
+};
+
 // Storage an estimate works in. A caller that estimates many strategies (the search) keeps one
-// per thread with its MemoryReport, so that an estimate allocates nothing once warm.
+// per thread with its MemoryReport, so that an estimate allocates nothing once warm; setting
+// `memo_context` (zero_free_memo.hpp) also reuses the activation side across (z, G).
 struct MemoryScratch {
   PipelineLayout layout;
   LayoutKey layout_key;  // what `layout` was made from: consecutive estimates often share it
   std::vector<LayerRun> runs;
-  std::vector<double> tr_layer_chunk, full_kept;
-  std::vector<std::array<std::int64_t, 2>> full_layers;
+  ActivationSide side;   // used when there is no memo
+  std::uint64_t memo_context = 0;
+  ZeroFreeMemo<ActivationSide> memo;
 };
 
 // estimate_memory into `out`, reusing its storage and `scratch`'s.

@@ -36,6 +36,7 @@ struct Strategy {
   std::int64_t virtual_stages() const { return pp * vpp; }   // nv
   std::int64_t cp_ring() const { return cp / cp_u; }         // cp_r
   std::int64_t expert_dp() const { return stage_ranks() / (ep * etp); }  // edp
+  bool operator==(const Strategy&) const = default;
 };
 
 const char* to_string(Schedule s);

@@ -101,6 +101,10 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   const double budget = cluster.device.capacity - options.headroom_bytes;
   std::atomic<std::size_t> done{0};
   std::atomic<bool> interrupted{false};
+  // This search's token for the estimators' per-thread memos (zero_free_memo.hpp): a thread may
+  // score strategies of several searches in turn (meshfit check runs them side by side).
+  static std::atomic<std::uint64_t> searches{0};
+  const std::uint64_t context = ++searches;
 
   Partial init;
   init.k = options.top_k;
@@ -129,6 +133,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             // Per-thread storage reused from estimate to estimate: scoring allocates nothing.
             thread_local MemoryScratch scratch;
             thread_local MemoryReport mem;
+            scratch.memo_context = context;
             estimate_memory_into(mem, scratch, m, run, cluster, s, options.headroom_bytes);
             ScoredStrategy x;
             x.strategy = s;
