@@ -30,13 +30,17 @@ double exposed(double t, double window, double pieces) {
 
 TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
   TimeReport r;
-  estimate_step_time_into(r, m, run, cluster, s, make_layout(m, run, s));
+  StepTimeScratch scratch;
+  estimate_step_time_into(r, scratch, m, run, cluster, s, make_layout(m, run, s));
   return r;
 }
 
-void estimate_step_time_into(TimeReport& r, const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
-                             const PipelineLayout& layout) {
-  const Device& d = cluster.device;
+namespace {
+
+// Everything of a stage's time that neither z nor G changes: its layers' compute, TP/CP/EP and PP
+// communication, and the parameters it holds per rank (§7.2–§7.5).
+void compute_side(ComputeSide& side, const Model& m, const Run& run, const Device& d, const Strategy& s,
+                  const PipelineLayout& layout) {
   const RunOptions& o = run.options;
   const std::int64_t nv = s.virtual_stages();
   const KernelScales eta = kernel_scales(run, s);
@@ -59,31 +63,18 @@ void estimate_step_time_into(TimeReport& r, const Model& m, const Run& run, cons
                          ? 2 * static_cast<double>(s.vpp) * point_to_point(d, pp_inside, S_pp)
                          : 0;
 
-  // Data-parallel groups (§4) and per-rank parameter counts of a layer (memory-model §4.9).
-  const ZeroDivisors z = zero_divisors(s);
-  const Group reduce = make_group(d, s.tp, s.dp * s.cp);
-  const Group shard = make_group(d, s.tp, s.zero >= 1 ? s.shard_group : 1);
-  const bool hsdp = s.zero >= 1 && s.shard_group < s.dp * s.cp;
-  const Group replicate = make_group(d, s.tp * s.shard_group, hsdp ? s.dp * s.cp / s.shard_group : 1);
-  const Group expert_reduce = make_group(d, s.etp * s.ep, s.expert_dp());
-  const Group expert_shard = make_group(d, s.etp * s.ep, s.zero >= 1 ? static_cast<std::int64_t>(z.OSe) : 1);
-  const bool reshard = reshards_after_forward(run, s);
+  // Per-rank parameter counts of a layer (memory-model §4.9).
   const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
   const RankParams dense_p = rank_params(layer_params(m, FfnKind::dense, kv_counted), s);
   const RankParams moe_p = m.is_moe() ? rank_params(layer_params(m, FfnKind::moe, kv_counted), s) : dense_p;
   const double table = v_pad * h / tp;
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
-  const Group ends = make_group(d, s.tp * s.cp * s.dp * std::max<std::int64_t>(1, s.pp - 1), 2);
-  const double bucket_group = static_cast<double>(s.zero >= 2 ? s.shard_group : s.dp * s.cp);
-  const double bucket_params = std::max(40e6, 1e6 * bucket_group);
-  const Precision& pr = run.precision;
 
-  std::vector<StageTime> stages = std::move(r.stages);
-  r = TimeReport{};
-  r.stages = std::move(stages);
-  r.stages.assign(static_cast<std::size_t>(s.pp), StageTime{});
+  side.stages.resize(static_cast<std::size_t>(s.pp));
   for (std::int64_t i = 0; i < s.pp; ++i) {
-    StageTime& st = r.stages[static_cast<std::size_t>(i)];
+    StageCompute& sc = side.stages[static_cast<std::size_t>(i)];
+    sc = StageCompute{};
+    StageTime& st = sc.partial;
     st.stage = i;
     double P_d = 0, P_e = 0, units = 0;
     double tp_c = 0, cp_c = 0, ep_c = 0;
@@ -150,6 +141,59 @@ void estimate_step_time_into(TimeReport& r, const Model& m, const Run& run, cons
     st.comm_cp = cp_c;
     st.comm_ep = ep_c;
     st.comm_pp = p2p;
+    sc.P_d = P_d;
+    sc.P_e = P_e;
+    sc.units = units;
+    sc.embedding = embedding;
+    sc.head = head;
+  }
+}
+
+}  // namespace
+
+void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Model& m, const Run& run,
+                             const Cluster& cluster, const Strategy& s, const PipelineLayout& layout) {
+  const Device& d = cluster.device;
+  const double h = static_cast<double>(m.hidden), tp = static_cast<double>(s.tp);
+  const double seq = static_cast<double>(run.seq);
+  const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
+  const std::int64_t world = s.world();
+  const ComputeSide* side = &scratch.side;
+  if (scratch.memo_context == 0) {
+    compute_side(scratch.side, m, run, d, s, layout);
+  } else {
+    bool fresh = false;
+    ComputeSide& kept = scratch.memo.find(scratch.memo_context, s, fresh);
+    if (fresh) compute_side(kept, m, run, d, s, layout);
+    side = &kept;
+  }
+
+  // Data-parallel groups (§4).
+  const ZeroDivisors z = zero_divisors(s);
+  const Group reduce = make_group(d, s.tp, s.dp * s.cp);
+  const Group shard = make_group(d, s.tp, s.zero >= 1 ? s.shard_group : 1);
+  const bool hsdp = s.zero >= 1 && s.shard_group < s.dp * s.cp;
+  const Group replicate = make_group(d, s.tp * s.shard_group, hsdp ? s.dp * s.cp / s.shard_group : 1);
+  const Group expert_reduce = make_group(d, s.etp * s.ep, s.expert_dp());
+  const Group expert_shard = make_group(d, s.etp * s.ep, s.zero >= 1 ? static_cast<std::int64_t>(z.OSe) : 1);
+  const bool reshard = reshards_after_forward(run, s);
+  const double table = v_pad * h / tp;
+  const bool split_ends = layout.vstages.front().stage != layout.head_stage;
+  const Group ends = make_group(d, s.tp * s.cp * s.dp * std::max<std::int64_t>(1, s.pp - 1), 2);
+  const double bucket_group = static_cast<double>(s.zero >= 2 ? s.shard_group : s.dp * s.cp);
+  const double bucket_params = std::max(40e6, 1e6 * bucket_group);
+  const Precision& pr = run.precision;
+
+  std::vector<StageTime> stages = std::move(r.stages);
+  r = TimeReport{};
+  r.stages = std::move(stages);
+  r.stages.resize(static_cast<std::size_t>(s.pp));
+  for (std::int64_t i = 0; i < s.pp; ++i) {
+    const StageCompute& sc = side->stages[static_cast<std::size_t>(i)];
+    StageTime& st = r.stages[static_cast<std::size_t>(i)];
+    st = sc.partial;
+    const double P_d = sc.P_d, P_e = sc.P_e, units = sc.units;
+    const bool embedding = sc.embedding, head = sc.head;
 
     // ZeRO / FSDP (§7.5, §7.6): per micro-batch exposure and the tail.
     const double win_f = st.forward, win_b = st.backward + st.recompute;

@@ -2,20 +2,43 @@
 // (shared/spec/search-and-time.md §7).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "estimators/device.hpp"
 #include "estimators/model.hpp"
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/run.hpp"
 #include "estimators/strategy.hpp"
 #include "estimators/time_report.hpp"
+#include "estimators/zero_free_memo.hpp"
 
 namespace meshfit {
 
 // `s` must be valid (estimators/strategy_rules) with its derived fields filled. Pure.
 TimeReport estimate_step_time(const Model& model, const Run& run, const Cluster& cluster, const Strategy& s);
+// What a stage's time owes to everything but the ZeRO stage and shard group: its layers' compute,
+// TP/CP/EP/PP communication (the fields of `partial` they fill) and the parameters it holds.
+struct StageCompute {
+  StageTime partial;
+  double P_d = 0, P_e = 0, units = 0;  // dense/shared and routed parameters per rank; FSDP units
+  bool embedding = false, head = false;
+};
+struct ComputeSide {
+  std::vector<StageCompute> stages;
+};
+
+// Storage an estimate works in (the search keeps one per thread); setting `memo_context`
+// (zero_free_memo.hpp) also reuses the compute side across (z, G).
+struct StepTimeScratch {
+  ComputeSide side;  // used when there is no memo
+  std::uint64_t memo_context = 0;
+  ZeroFreeMemo<ComputeSide> memo;
+};
+
 // The same into `r` (its stage storage reused) with the strategy's layout already made
 // (make_layout of the same model, run and strategy): the search's allocation-free path.
-void estimate_step_time_into(TimeReport& r, const Model& model, const Run& run, const Cluster& cluster,
-                             const Strategy& s, const PipelineLayout& layout);
+void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Model& model, const Run& run,
+                             const Cluster& cluster, const Strategy& s, const PipelineLayout& layout);
 
 }  // namespace meshfit

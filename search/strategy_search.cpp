@@ -146,7 +146,9 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
               return;
             }
             thread_local TimeReport time;
-            estimate_step_time_into(time, m, run, cluster, s, scratch.layout);  // the layout just made for s
+            thread_local StepTimeScratch time_scratch;
+            time_scratch.memo_context = context;
+            estimate_step_time_into(time, time_scratch, m, run, cluster, s, scratch.layout);  // the layout just made for s
             x.step_s = time.step;
             x.time_ns = std::llround(time.step * 1e9);
             x.tokens_per_sec_per_device = time.tokens_per_sec_per_device;
