@@ -136,6 +136,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     return true;
   };
   s.ep = s.etp = 1;  // a dense model's throughout; H5's tp clause is read with etp = 1
+  std::vector<std::size_t> walk_b;  // the micro-batch sizes to visit under a ZeRO setting
+  walk_b.reserve(nb_count);
   const std::int64_t below_sp = n_algo * all_passes * below_pass;
   if (enter(triple_level, n_sp * below_sp)) return;
   for (bool sp : sps) {
@@ -170,6 +172,18 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
               s.shard_group = G;
               if (enter(zero_level, weight * modes)) continue;
               const std::size_t* fb = &first_b[static_cast<std::size_t>(zero_level) * nb_count];
+              // No rule reads the recompute mode: a micro-batch size known invalid here is so in
+              // every mode, credited once for all of them and not visited.
+              walk_b.clear();
+              for (std::size_t bi = 0; bi < nb_count; ++bi) {
+                const std::size_t f = std::min(first[zero_level], fb[bi]);
+                if (f != RulePlan::kNone && prune_subtrees) {
+                  reject(plan.rules[f].slot, weight * modes);
+                } else {
+                  walk_b.push_back(bi);
+                }
+              }
+              if (walk_b.empty()) continue;
               std::size_t mode_index = 0;
               for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
                 if (!allowed(pins.recompute, rc)) continue;
@@ -177,12 +191,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
                 s.recompute_layers = 0;
                 // b rises innermost: `first` marks the start of a run over b with all else fixed.
                 bool first_in_run = true;
-                for (std::size_t bi = 0; bi < bs.size(); ++bi) {
+                for (std::size_t bi : walk_b) {
                   const std::size_t f = std::min(first[zero_level], fb[bi]);
-                  if (f != RulePlan::kNone && prune_subtrees) {  // known invalid: credited, not visited
-                    reject(plan.rules[f].slot, weight);
-                    continue;
-                  }
                   const std::int64_t b = bs[bi];
                   s.micro_batch = b;
                   s.num_microbatches = run->global_batch % (dp * b) == 0 ? run->global_batch / (dp * b) : 0;
