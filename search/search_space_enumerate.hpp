@@ -118,6 +118,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     const auto L = static_cast<std::size_t>(level);
     const std::size_t parent = level == 0 ? RulePlan::kNone : first[L - 1];
     first[L] = std::min(parent, first_failing(*this, plan, level, false, s, parent));
+    std::size_t min_b = RulePlan::kNone;  // the earliest b-rule failure of any micro-batch size
     for (std::size_t bi = 0; bi < nb_count; ++bi) {
       const std::size_t parent_b = level == 0 ? RulePlan::kNone : first_b[(L - 1) * nb_count + bi];
       const std::size_t bound = std::min(parent_b, first[L]);
@@ -127,9 +128,14 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
         f = std::min(parent_b, first_failing(*this, plan, level, true, s, bound));
       }
       first_b[L * nb_count + bi] = f;
+      min_b = std::min(min_b, f);
     }
     // Decided when a rule fails for the whole subtree and every earlier rule has been evaluated.
     if (!prune_subtrees || per_b == 0 || first[L] >= plan.deeper[L]) return false;
+    if (first[L] <= min_b) {  // the same rule for every b: credited at once
+      reject(plan.rules[first[L]].slot, per_b * static_cast<std::int64_t>(nb_count));
+      return true;
+    }
     for (std::size_t bi = 0; bi < nb_count; ++bi) {
       reject(plan.rules[std::min(first[L], first_b[L * nb_count + bi])].slot, per_b);
     }
