@@ -315,6 +315,12 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
   RankParams mtp_extra;
   mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
+  // Each end part's states, the same on whichever stage holds it (index: Part's value).
+  std::array<ModelStates, 6> end_states{};
+  end_states[static_cast<std::size_t>(Part::embedding)] = model_states(embedding_table, z, run, true, keep_gathered);
+  end_states[static_cast<std::size_t>(Part::vocab)] = model_states(vocab_table, z, run, true, keep_gathered);
+  end_states[static_cast<std::size_t>(Part::final_norm)] = model_states(final_norm, z, run, false, keep_gathered);
+  end_states[static_cast<std::size_t>(Part::mtp_extra)] = model_states(mtp_extra, z, run, false, keep_gathered);
 
   report.capacity = dev.capacity;
   report.budget = dev.capacity - headroom_bytes;
@@ -331,10 +337,7 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
       switch (part) {
         case Part::dense_layer: states.add(dense.states, times); break;
         case Part::moe_layer: states.add(moe.states, times); break;
-        case Part::embedding: states += model_states(embedding_table, z, run, true, keep_gathered); break;
-        case Part::vocab: states += model_states(vocab_table, z, run, true, keep_gathered); break;
-        case Part::final_norm: states += model_states(final_norm, z, run, false, keep_gathered); break;
-        case Part::mtp_extra: states += model_states(mtp_extra, z, run, false, keep_gathered); break;
+        default: states += end_states[static_cast<std::size_t>(part)];
       }
     }
     st.weights = states.weights;

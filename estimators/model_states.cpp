@@ -31,27 +31,6 @@ RankParams rank_params(const LayerParams& p, const Strategy& s) {
   return r;
 }
 
-ModelStates& ModelStates::operator+=(const ModelStates& o) {
-  weights += o.weights;
-  grads += o.grads;
-  optimizer += o.optimizer;
-  gathered += o.gathered;
-  fp8_cache += o.fp8_cache;
-  optimizer_elements += o.optimizer_elements;
-  unsharded_elements += o.unsharded_elements;
-  return *this;
-}
-
-void ModelStates::add(const ModelStates& o, double n) {
-  weights += n * o.weights;
-  grads += n * o.grads;
-  optimizer += n * o.optimizer;
-  gathered += n * o.gathered;
-  fp8_cache += n * o.fp8_cache;
-  optimizer_elements += n * o.optimizer_elements;
-  unsharded_elements += n * o.unsharded_elements;
-}
-
 // §6: β · ((ne + sh)/Z + rt/Z_e) for each state; tables use β_opt_table.
 ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& run, bool table, bool keep_gathered) {
   const Precision& p = run.precision;

@@ -34,8 +34,25 @@ struct ModelStates {
   double weights = 0, grads = 0, optimizer = 0, gathered = 0, fp8_cache = 0;
   double optimizer_elements = 0;  // local optimizer-shard elements (§9.9, ruling 8)
   double unsharded_elements = 0;  // parameters of the stage as one rank computes their gradients
-  ModelStates& operator+=(const ModelStates& o);
-  void add(const ModelStates& o, double times);  // += times·o: `times` layers of one kind
+  ModelStates& operator+=(const ModelStates& o) {
+    weights += o.weights;
+    grads += o.grads;
+    optimizer += o.optimizer;
+    gathered += o.gathered;
+    fp8_cache += o.fp8_cache;
+    optimizer_elements += o.optimizer_elements;
+    unsharded_elements += o.unsharded_elements;
+    return *this;
+  }
+  void add(const ModelStates& o, double times) {  // += times·o: `times` layers of one kind
+    weights += times * o.weights;
+    grads += times * o.grads;
+    optimizer += times * o.optimizer;
+    gathered += times * o.gathered;
+    fp8_cache += times * o.fp8_cache;
+    optimizer_elements += times * o.optimizer_elements;
+    unsharded_elements += times * o.unsharded_elements;
+  }
   double total() const { return weights + grads + optimizer + gathered + fp8_cache; }
 };
 // `keep_gathered`: ZeRO-3 without resharding keeps every gathered parameter (§6.1).
