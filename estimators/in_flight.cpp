@@ -25,15 +25,16 @@ void interleaved_timeline(std::int64_t pp, std::int64_t v, std::int64_t n_wu, st
 }
 
 // The count vectors of a timeline that no other state of it dominates (≥ in every chunk, > in
-// one), in order of first appearance. With every A(i,c) > 0 a dominated state is strictly below
-// the one dominating it, so the first maximum of Σ n·A over these is the timeline's first
-// maximum. They depend only on (pp, v, i, n_wu, steady): kept per thread, computed once.
-const std::vector<std::vector<std::int64_t>>& undominated_states(std::int64_t pp, std::int64_t v, std::int64_t n_wu,
-                                                                 std::int64_t steady) {
-  using Key = std::array<std::int64_t, 4>;
-  thread_local std::map<Key, std::vector<std::vector<std::int64_t>>> cache;
-  const Key key{pp, v, n_wu, steady};
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+// one), in order of first appearance, as doubles in one row-major block (`n`, states × v) beside
+// the counts themselves. With every A(i,c) > 0 a dominated state is strictly below the one
+// dominating it, so the first maximum of Σ n·A over these is the timeline's first maximum.
+struct StateSet {
+  std::vector<double> n;
+  std::vector<std::int64_t> counts;
+  std::size_t states = 0;
+};
+
+StateSet undominated(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std::int64_t steady) {
   std::vector<std::vector<std::int64_t>> all;
   interleaved_timeline(pp, v, n_wu, steady, [&](const std::vector<std::int64_t>& c) {
     if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
@@ -46,11 +47,42 @@ const std::vector<std::vector<std::int64_t>>& undominated_states(std::int64_t pp
     }
     return strictly;
   };
-  std::vector<std::vector<std::int64_t>> kept;
+  StateSet set;
   for (const auto& x : all) {
-    if (std::none_of(all.begin(), all.end(), [&](const auto& y) { return dominated_by(x, y); })) kept.push_back(x);
+    if (std::any_of(all.begin(), all.end(), [&](const auto& y) { return dominated_by(x, y); })) continue;
+    for (std::int64_t c : x) {
+      set.counts.push_back(c);
+      set.n.push_back(static_cast<double>(c));
+    }
+    ++set.states;
   }
-  return cache.emplace(key, std::move(kept)).first->second;
+  return set;
+}
+
+// The states of every stage for (pp, v, m), which fix each stage's warm-up and steady length;
+// kept per thread, computed once. Consecutive calls (the stages of one estimate, and estimates
+// that share pp, v and m) find them without a lookup.
+const StateSet& undominated_states(std::int64_t pp, std::int64_t v, std::int64_t m, std::int64_t i) {
+  using Key = std::array<std::int64_t, 3>;
+  thread_local std::map<Key, std::vector<StateSet>> cache;
+  thread_local Key last_key{-1, -1, -1};
+  thread_local const std::vector<StateSet>* last = nullptr;
+  const Key key{pp, v, m};
+  if (key != last_key) {
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      std::vector<StateSet> stages;
+      const std::int64_t n_fw = m * v;
+      for (std::int64_t stage = 0; stage < pp; ++stage) {
+        const std::int64_t n_wu = std::min(2 * (pp - stage - 1) + (v - 1) * pp, n_fw);
+        stages.push_back(undominated(pp, v, n_wu, std::min(n_fw - n_wu, pp * v)));
+      }
+      it = cache.emplace(key, std::move(stages)).first;
+    }
+    last_key = key;
+    last = &it->second;
+  }
+  return (*last)[static_cast<std::size_t>(i)];
 }
 
 double interleaved(std::vector<std::int64_t>& counts, const Strategy& s, std::int64_t i, const std::vector<double>& A) {
@@ -65,15 +97,20 @@ double interleaved(std::vector<std::int64_t>& counts, const Strategy& s, std::in
     return t;
   };
   if (std::all_of(A.begin(), A.end(), [](double a) { return a > 0; })) {
-    const std::vector<std::int64_t>* best = nullptr;
-    for (const auto& count : undominated_states(pp, v, n_wu, steady)) {
-      const double t = total(count);
+    const StateSet& set = undominated_states(pp, v, m, i);
+    const auto width = static_cast<std::size_t>(v);
+    std::size_t best = 0;
+    for (std::size_t k = 0; k < set.states; ++k) {
+      const double* n = &set.n[k * width];
+      double t = 0;
+      for (std::size_t c = 0; c < width; ++c) t += n[c] * A[c];
       if (t > peak) {  // strictly greater: the first time a peak is reached (ruling 1)
         peak = t;
-        best = &count;
+        best = k;
       }
     }
-    counts.assign(best->begin(), best->end());
+    counts.assign(set.counts.begin() + static_cast<std::ptrdiff_t>(best * width),
+                  set.counts.begin() + static_cast<std::ptrdiff_t>((best + 1) * width));
   } else {
     interleaved_timeline(pp, v, n_wu, steady, [&](const std::vector<std::int64_t>& count) {
       const double t = total(count);
