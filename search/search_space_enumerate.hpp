@@ -136,9 +136,15 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
       reject(plan.rules[first[L]].slot, per_b * static_cast<std::int64_t>(nb_count));
       return true;
     }
+    std::size_t slot = SIZE_MAX;  // consecutive sizes with the same rule are credited together
+    std::int64_t n = 0;
     for (std::size_t bi = 0; bi < nb_count; ++bi) {
-      reject(plan.rules[std::min(first[L], first_b[L * nb_count + bi])].slot, per_b);
+      const std::size_t next = plan.rules[std::min(first[L], first_b[L * nb_count + bi])].slot;
+      if (next != slot && n > 0) reject(slot, n), n = 0;
+      slot = next;
+      n += per_b;
     }
+    reject(slot, n);
     return true;
   };
   s.ep = s.etp = 1;  // a dense model's throughout; H5's tp clause is read with etp = 1
