@@ -114,39 +114,67 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   };
   // Evaluates the rules of `level` at this node; true when the subtree (`per_b` candidates per
   // micro-batch size) is decided and has been credited to its rules instead of being walked.
+  // Per level, the row of first b-rule failures (one per micro-batch size) in force there: its
+  // own when b-rules are evaluated at the level, else its parent's, shared by pointer; with its
+  // minimum and its run-length groups (value, sizes), so that crediting a decided subtree costs
+  // a few groups rather than a pass over every size.
+  std::array<const std::size_t*, kLevels> row{};
+  std::array<std::size_t, kLevels> row_min{};
+  std::vector<std::vector<std::pair<std::size_t, std::int64_t>>> groups(static_cast<std::size_t>(kLevels));
+  std::array<const std::vector<std::pair<std::size_t, std::int64_t>>*, kLevels> row_groups{};
+  const std::vector<std::pair<std::size_t, std::int64_t>> no_failure{{RulePlan::kNone, static_cast<std::int64_t>(nb_count)}};
   auto enter = [&](int level, std::int64_t per_b) {
     const auto L = static_cast<std::size_t>(level);
     const std::size_t parent = level == 0 ? RulePlan::kNone : first[L - 1];
     first[L] = std::min(parent, first_failing(*this, plan, level, false, s, parent));
-    std::size_t min_b = RulePlan::kNone;  // the earliest b-rule failure of any micro-batch size
-    for (std::size_t bi = 0; bi < nb_count; ++bi) {
-      const std::size_t parent_b = level == 0 ? RulePlan::kNone : first_b[(L - 1) * nb_count + bi];
-      const std::size_t bound = std::min(parent_b, first[L]);
-      std::size_t f = parent_b;
-      if (!plan.at[2 * L + 1].empty() && plan.at[2 * L + 1].front() < bound) {
-        set_b(bi);
-        f = std::min(parent_b, first_failing(*this, plan, level, true, s, bound));
+    const std::size_t* parent_row = level == 0 ? nullptr : row[L - 1];
+    if (plan.at[2 * L + 1].empty()) {  // no b-rule here: the parent's row stands
+      row[L] = level == 0 ? first_b.data() : parent_row;
+      row_min[L] = level == 0 ? RulePlan::kNone : row_min[L - 1];
+      row_groups[L] = level == 0 ? &no_failure : row_groups[L - 1];
+    } else {
+      std::size_t* own = &first_b[L * nb_count];
+      std::size_t min_b = RulePlan::kNone;
+      auto& g = groups[L];
+      g.clear();
+      for (std::size_t bi = 0; bi < nb_count; ++bi) {
+        const std::size_t parent_b = level == 0 ? RulePlan::kNone : parent_row[bi];
+        const std::size_t bound = std::min(parent_b, first[L]);
+        std::size_t f = parent_b;
+        if (plan.at[2 * L + 1].front() < bound) {
+          set_b(bi);
+          f = std::min(parent_b, first_failing(*this, plan, level, true, s, bound));
+        }
+        own[bi] = f;
+        min_b = std::min(min_b, f);
+        if (!g.empty() && g.back().first == f) {
+          ++g.back().second;
+        } else {
+          g.emplace_back(f, 1);
+        }
       }
-      first_b[L * nb_count + bi] = f;
-      min_b = std::min(min_b, f);
+      row[L] = own;
+      row_min[L] = min_b;
+      row_groups[L] = &g;
     }
     // Decided when a rule fails for the whole subtree and every earlier rule has been evaluated.
     if (!prune_subtrees || per_b == 0 || first[L] >= plan.deeper[L]) return false;
-    if (first[L] <= min_b) {  // the same rule for every b: credited at once
+    if (first[L] <= row_min[L]) {  // the same rule for every b: credited at once
       reject(plan.rules[first[L]].slot, per_b * static_cast<std::int64_t>(nb_count));
       return true;
     }
     std::size_t slot = SIZE_MAX;  // consecutive sizes with the same rule are credited together
     std::int64_t n = 0;
-    for (std::size_t bi = 0; bi < nb_count; ++bi) {
-      const std::size_t next = plan.rules[std::min(first[L], first_b[L * nb_count + bi])].slot;
+    for (const auto& [f, count] : *row_groups[L]) {
+      const std::size_t next = plan.rules[std::min(first[L], f)].slot;
       if (next != slot && n > 0) reject(slot, n), n = 0;
       slot = next;
-      n += per_b;
+      n += per_b * count;
     }
     reject(slot, n);
     return true;
   };
+
   s.ep = s.etp = 1;  // a dense model's throughout; H5's tp clause is read with etp = 1
   std::vector<std::size_t> walk_b;  // the micro-batch sizes to visit under a ZeRO setting
   walk_b.reserve(nb_count);
@@ -183,7 +211,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
               s.zero = z;
               s.shard_group = G;
               if (enter(zero_level, weight * modes)) continue;
-              const std::size_t* fb = &first_b[static_cast<std::size_t>(zero_level) * nb_count];
+              const std::size_t* fb = row[static_cast<std::size_t>(zero_level)];
               // No rule reads the recompute mode: a micro-batch size known invalid here is so in
               // every mode, credited once for all of them and not visited.
               walk_b.clear();
