@@ -37,7 +37,9 @@ FrameworkProfile load_framework_profile(const std::string& name, const std::stri
                                                  : ReshardAfterForward::on;
   p.grad_bucket_elements = *f.optional_number("grad_bucket_elements", 0, 1e15);
   p.allgather_bucket_elements = *f.optional_number("allgather_bucket_elements", 0, 1e15);
-  p.expert_rule = *f.optional_string("expert_rule");
+  const std::string expert_rule = *f.optional_string("expert_rule");
+  if (expert_rule != "megatron" && expert_rule != "torchtitan") f.fail("expert_rule", "megatron or torchtitan");
+  p.expert_rule = expert_rule == "torchtitan" ? ExpertRule::torchtitan : ExpertRule::megatron;
   p.eta_fw = *f.optional_number("eta_fw", 1e-6, 10);
   p.account_embedding = f.optional_bool("account_embedding").value_or(false);
   p.account_loss = f.optional_bool("account_loss").value_or(false);

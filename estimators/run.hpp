@@ -28,6 +28,10 @@ struct Precision {
   double beta_gcomm = 4;   // a gradient element as the reduction moves it (time model)
 };
 
+// Which expert grid H16 requires (search-and-time.md §2.4): Megatron's (etp·ep divides the stage
+// ranks) or torchtitan's (etp = 1, ep divides the FSDP mesh × tp).
+enum class ExpertRule : std::uint8_t { megatron, torchtitan };
+
 // Defaults a framework imposes (§2.6); any of them can be overridden by an explicit run field.
 struct FrameworkProfile {
   Framework framework = Framework::megatron;
@@ -36,7 +40,7 @@ struct FrameworkProfile {
   ReshardAfterForward reshard_after_forward = ReshardAfterForward::on;
   double grad_bucket_elements = 0;        // ZeRO 0/1 reduce buckets, elements (× β_G)
   double allgather_bucket_elements = 0;   // ZeRO 1/2 all-gather buckets, elements (× β_P)
-  std::string expert_rule = "megatron";   // search-and-time.md §2.4
+  ExpertRule expert_rule = ExpertRule::megatron;  // search-and-time.md §2.4
   double eta_fw = 1.0;                    // kernel-efficiency scale of the time model
   // Pipeline split: the embedding and the loss each take a layer slot (memory-model.md §5.1).
   bool account_embedding = false;

@@ -70,6 +70,7 @@ void compute_side(ComputeSide& side, const Model& m, const Run& run, const Devic
   const double table = v_pad * h / tp;
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
 
+  side.model_flops = 3 * static_cast<double>(run.global_batch) * sequence_flops(m, seq);
   side.stages.resize(static_cast<std::size_t>(s.pp));
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageCompute& sc = side.stages[static_cast<std::size_t>(i)];
@@ -257,7 +258,7 @@ void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Mode
   r.optimizer = last.optimizer;
   const double gb = static_cast<double>(run.global_batch), N = static_cast<double>(world);
   r.tokens_per_sec_per_device = gb * seq / (r.step * N);
-  r.model_flops = 3 * gb * sequence_flops(m, seq);
+  r.model_flops = side->model_flops;
   r.mfu = r.model_flops / (r.step * N * d.peak_flops);
 }
 

@@ -26,6 +26,7 @@ struct StageCompute {
 };
 struct ComputeSide {
   std::vector<StageCompute> stages;
+  double model_flops = 0;  // F_model = 3·gb·F_seq (for MFU), the same for every strategy
 };
 
 // Storage an estimate works in (the search keeps one per thread); setting `memo_context`

@@ -82,7 +82,7 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
     case HardRule::H15: return !moe || m.experts % s.ep == 0;
     case HardRule::H16: {
       if (!moe) return true;
-      if (run.profile.expert_rule == "torchtitan") {
+      if (run.profile.expert_rule == ExpertRule::torchtitan) {
         const std::int64_t G = s.zero >= 1 ? s.shard_group : s.dp * s.cp;
         return s.etp == 1 && (G * s.tp) % s.ep == 0;
       }
@@ -175,7 +175,7 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H16:
       return "H16: ep·etp = " + to_string(s.ep * s.etp) + " must divide dp·cp·tp = " + to_string(s.stage_ranks()) +
              " and, with ZeRO, shard_group·tp = " + to_string(s.shard_group * s.tp) +
-             (run.profile.expert_rule == "torchtitan" ? " (torchtitan: etp = 1)" : "");
+             (run.profile.expert_rule == ExpertRule::torchtitan ? " (torchtitan: etp = 1)" : "");
     case HardRule::H17: return "H17: an MoE model with tp > 1 needs sp";
     case HardRule::H18: return "H18: a dense model has ep = etp = 1";
     case HardRule::H19:
