@@ -468,18 +468,21 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   // --rules sapp-nd: the seed's own expressions where §17.3 says the default rules depart.
   const bool seed = run.rules == Rules::sapp_nd;
   const Device dev = seed ? sapp_nd::overheads(cluster.device) : cluster.device;
-  if (update_layout_key(scratch.layout_key, m, run, s)) make_layout_into(scratch.layout, m, run, s);
+  scratch.current = s.recompute == Recompute::full ? 1 : 0;
+  if (update_layout_key(scratch.layout_keys[scratch.current], m, run, s)) {
+    make_layout_into(scratch.layouts[scratch.current], m, run, s);
+  }
   // The seed's activation side reads z and G (its shard factors), so it is never reused.
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
   if (context == 0) {
-    activation_side(scratch.side, scratch.runs, m, run, dev, s, scratch.layout);
-    finish(report, scratch.side, m, run, dev, s, scratch.layout, headroom_bytes);
+    activation_side(scratch.side, scratch.runs, m, run, dev, s, scratch.layout());
+    finish(report, scratch.side, m, run, dev, s, scratch.layout(), headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
-  if (fresh) activation_side(side, scratch.runs, m, run, dev, s, scratch.layout);
-  finish(report, side, m, run, dev, s, scratch.layout, headroom_bytes);
+  if (fresh) activation_side(side, scratch.runs, m, run, dev, s, scratch.layout());
+  finish(report, side, m, run, dev, s, scratch.layout(), headroom_bytes);
 }
 
 }  // namespace meshfit

@@ -61,8 +61,13 @@ struct ActivationSide {
 // per thread with its MemoryReport, so that an estimate allocates nothing once warm; setting
 // `memo_context` (zero_free_memo.hpp) also reuses the activation side across (z, G).
 struct MemoryScratch {
-  PipelineLayout layout;
-  LayoutKey layout_key;  // what `layout` was made from: consecutive estimates often share it
+  // The layout of the last strategy estimated. Two are kept, for full recompute and for the
+  // other modes (the full-recompute layout also places the recomputed layers), each with the key
+  // it was made from: the search alternates modes under the same pipeline, so neither is remade.
+  const PipelineLayout& layout() const { return layouts[current]; }
+  std::array<PipelineLayout, 2> layouts;
+  std::array<LayoutKey, 2> layout_keys;
+  std::size_t current = 0;
   std::vector<LayerRun> runs;
   ActivationSide side;   // used when there is no memo
   std::uint64_t memo_context = 0;

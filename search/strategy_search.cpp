@@ -148,7 +148,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             thread_local TimeReport time;
             thread_local StepTimeScratch time_scratch;
             time_scratch.memo_context = context;
-            estimate_step_time_into(time, time_scratch, m, run, cluster, s, scratch.layout);  // the layout just made for s
+            estimate_step_time_into(time, time_scratch, m, run, cluster, s, scratch.layout());  // the layout just made for s
             x.step_s = time.step;
             x.time_ns = std::llround(time.step * 1e9);
             x.tokens_per_sec_per_device = time.tokens_per_sec_per_device;
