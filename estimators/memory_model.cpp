@@ -326,6 +326,7 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
   report.budget = dev.capacity - headroom_bytes;
   report.peak = 0;
   report.peak_stage = 0;
+  report.static_floor = 0;
   report.stages.resize(static_cast<std::size_t>(s.pp));
   for (std::int64_t i = 0; i < s.pp; ++i) {
     const StageActivations& a = side.stages[static_cast<std::size_t>(i)];
@@ -445,6 +446,9 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
     st.fixed_margin = dev.overhead_fixed;
     st.device = st.reserved + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
                 st.fixed_margin;
+    report.static_floor = std::max(report.static_floor, st.static_total() * (1 + dev.fragmentation) + st.cuda_context +
+                                                            st.communicator_buffers + st.workspaces + st.ep_library +
+                                                            st.fixed_margin);
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;
       report.peak_stage = i;

@@ -44,6 +44,9 @@ struct MemoryReport {
   double capacity = 0;
   double budget = 0;            // capacity − headroom
   bool fits = false;
+  // max_i of the device total with the static total in place of M_alloc: a floor of the peak of
+  // every strategy with the same model states and overheads (the search's ZeRO-setting bound).
+  double static_floor = 0;
 };
 
 }  // namespace meshfit

@@ -42,6 +42,16 @@ std::vector<ScoredStrategy> pareto_front(std::vector<ScoredStrategy> fitting) {
 
 namespace {
 
+// The same strategy up to its recompute mode, n_rc and micro-batch size (and so m).
+bool same_setting(const Strategy& a, const Strategy& b) {
+  Strategy x = a, y = b;
+  x.recompute = y.recompute = Recompute::none;
+  x.recompute_layers = y.recompute_layers = 0;
+  x.micro_batch = y.micro_batch = 1;
+  x.num_microbatches = y.num_microbatches = 1;
+  return x == y;
+}
+
 bool dominates(const ScoredStrategy& x, const ScoredStrategy& y) {
   return x.mem <= y.mem && x.time_ns <= y.time_ns && (x.mem < y.mem || x.time_ns < y.time_ns);
 }
@@ -117,6 +127,9 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             break;
           }
           bool b_run_failed = false;
+          // A ZeRO setting whose model states alone overflow (see below), and its strategies' bound.
+          bool zero_failed = false;
+          Strategy failed_setting;
           space.for_each(triples[t], [&](const Strategy& s, const Position& at) {
             if (at.first) b_run_failed = false;
             acc.enumerated += at.weight;
@@ -129,6 +142,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             // At fixed other values the peak is non-decreasing in b (memory-model.md §15), so
             // once a b does not fit, no larger b does: count them without estimating.
             if (options.prune && b_run_failed) return;
+            if (options.prune && zero_failed && same_setting(s, failed_setting)) return;
             ++acc.estimated;
             // Per-thread storage reused from estimate to estimate: scoring allocates nothing.
             thread_local MemoryScratch scratch;
@@ -143,6 +157,19 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             if (!mem.fits) {
               b_run_failed = true;
               acc.consider_closest(x);
+              // Every recompute mode and micro-batch size under this ZeRO setting holds the same
+              // model states and overheads (neither reads them, and the search's n_rc = 0 keeps
+              // the same layer runs), and its peak is at least those (allocated ≥ the static
+              // total, §11). When that floor overflows, none of them fits: they are skipped once
+              // this task has something fitting (so `closest` is not reported) or the floor lies
+              // above this task's closest (so none of them could be it).
+              if (options.prune) {
+                const double floor = mem.static_floor;
+                if (floor > budget && (acc.fitting > 0 || floor > static_cast<double>(acc.closest->mem))) {
+                  zero_failed = true;
+                  failed_setting = s;
+                }
+              }
               return;
             }
             thread_local TimeReport time;

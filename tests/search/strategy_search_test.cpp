@@ -72,12 +72,16 @@ TEST_CASE("the Pareto front: non-dominated points, exact ties kept, fastest firs
   CHECK(front[3].mem == 10);
 }
 
-TEST_CASE("pruning on the micro-batch size changes nothing (many small spaces)") {
+TEST_CASE("pruning on the micro-batch size and on ZeRO settings whose states overflow changes nothing (many small spaces)") {
+  // The last two fit nothing: the closest strategy must survive the pruning too.
   const Inputs cases[] = {inputs("llama-3.1-8b", 8, 8192, 64, "h100-80gb"),
                           inputs("llama-3.1-8b", 16, 4096, 32, "a100-40gb"),
                           inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"),
                           inputs("llama-3.1-70b", 32, 8192, 64, "h100-80gb"),
-                          inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb")};
+                          inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"),
+                          inputs("mixtral-8x7b", 4, 4096, 16, "a100-40gb"),
+                          inputs("llama-3.1-70b", 8, 8192, 16, "a100-40gb")};
+  bool saw_empty = false;
   for (const auto& in : cases) {
     CAPTURE(in.model.name);
     CAPTURE(in.cluster.devices);
@@ -88,8 +92,16 @@ TEST_CASE("pruning on the micro-batch size changes nothing (many small spaces)")
     CHECK(pruned.histogram == plain.histogram);
     CHECK(same(pruned.front, plain.front));
     CHECK(same(pruned.top, plain.top));
-    CHECK(pruned.estimated <= plain.estimated);
+    CHECK(pruned.estimated < plain.estimated);
+    REQUIRE(pruned.closest.has_value() == plain.closest.has_value());
+    if (pruned.closest) {
+      saw_empty = true;
+      CHECK(pruned.closest->mem == plain.closest->mem);
+      CHECK_FALSE(key_less(pruned.closest->strategy, plain.closest->strategy));
+      CHECK_FALSE(key_less(plain.closest->strategy, pruned.closest->strategy));
+    }
   }
+  CHECK(saw_empty);
 }
 
 TEST_CASE("rules decided above the leaves give the same counts and histogram with every policy off") {

@@ -1,0 +1,138 @@
+// The search reuses a strategy's activation side (memory) and compute side (step time) across
+// ZeRO settings (estimators/zero_free_memo.hpp). A reused estimate must equal a fresh one in every
+// reported field, whatever came before it in the same scratch.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "estimator_fixture.hpp"
+#include "estimators/step_time.hpp"
+
+using namespace meshfit;
+using meshfit::test::make_case;
+
+namespace {
+
+void check_same_memory(const MemoryReport& a, const MemoryReport& b) {
+  CHECK(a.peak == b.peak);
+  CHECK(a.peak_stage == b.peak_stage);
+  CHECK(a.fits == b.fits);
+  CHECK(a.static_floor == b.static_floor);
+  REQUIRE(a.stages.size() == b.stages.size());
+  for (std::size_t i = 0; i < a.stages.size(); ++i) {
+    const StageMemory &x = a.stages[i], &y = b.stages[i];
+    CAPTURE(i);
+    CHECK(x.weights == y.weights);
+    CHECK(x.grads == y.grads);
+    CHECK(x.optimizer == y.optimizer);
+    CHECK(x.gathered == y.gathered);
+    CHECK(x.deferred_grads == y.deferred_grads);
+    CHECK(x.chunk_bytes == y.chunk_bytes);
+    CHECK(x.chunk_inflight == y.chunk_inflight);
+    CHECK(x.activations == y.activations);
+    CHECK(x.tr_layer == y.tr_layer);
+    CHECK(x.tr_layer_at == y.tr_layer_at);
+    CHECK(x.tr_fsdp == y.tr_fsdp);
+    CHECK(x.tr_bucket == y.tr_bucket);
+    CHECK(x.tr_dpv == y.tr_dpv);
+    CHECK(x.transient == y.transient);
+    CHECK(x.step_transient == y.step_transient);
+    CHECK(x.communicators == y.communicators);
+    CHECK(x.device == y.device);
+  }
+}
+
+void check_same_time(const TimeReport& a, const TimeReport& b) {
+  CHECK(a.step == b.step);
+  CHECK(a.pipe == b.pipe);
+  CHECK(a.tail == b.tail);
+  CHECK(a.comm_zero == b.comm_zero);
+  CHECK(a.comm_dp == b.comm_dp);
+  CHECK(a.optimizer == b.optimizer);
+  CHECK(a.mfu == b.mfu);
+  REQUIRE(a.stages.size() == b.stages.size());
+  for (std::size_t i = 0; i < a.stages.size(); ++i) {
+    CHECK(a.stages[i].tau == b.stages[i].tau);
+    CHECK(a.stages[i].comm_dp == b.stages[i].comm_dp);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
+  // Strategies in the search's order: the ZeRO setting outside the recompute mode and the
+  // micro-batch size, so that the later settings find the activation side kept.
+  struct Family {
+    const char* model;
+    std::int64_t devices, seq, gb;
+    const char* base;  // everything but zero, shard_group, recompute, mbs
+  };
+  const Family families[] = {
+      {"deepseek-v3", 256, 4096, 1024, "dp=8,tp=8,sp=true,pp=4,vpp=2,ep=32"},
+      {"deepseek-v3", 256, 4096, 1024, "dp=8,tp=8,sp=true,pp=4,vpp=2,pp_schedule=dualpipev,ep=32"},
+      {"mixtral-8x7b", 64, 4096, 256, "dp=8,tp=2,sp=true,pp=4,ep=8"},
+      {"llama-3.1-70b", 64, 8192, 512, "dp=4,tp=4,sp=true,pp=2,cp=2,cp_algo=ring"},
+  };
+  const char* zeros[] = {"zero=0", "zero=1,shard_group=2", "zero=2", "zero=3", "zero=3,shard_group=4"};
+  const char* modes[] = {"recompute=none", "recompute=selective", "recompute=full"};
+  const char* sizes[] = {"mbs=1", "mbs=2"};
+  for (const auto& f : families) {
+    CAPTURE(std::string(f.base));
+    MemoryScratch scratch;
+    scratch.memo_context = 7;
+    StepTimeScratch time_scratch;
+    time_scratch.memo_context = 7;
+    MemoryReport reused;
+    TimeReport reused_time;
+    int checked = 0;
+    for (const char* z : zeros) {
+      for (const char* rc : modes) {
+        for (const char* b : sizes) {
+          const std::string text = std::string(f.base) + "," + z + "," + rc + "," + b;
+          CAPTURE(text);
+          meshfit::test::Case c;
+          try {
+            c = make_case(f.model, f.devices, f.seq, f.gb, text);
+          } catch (const std::exception&) {
+            continue;  // a combination the model cannot take (H16's shard-group clause, ...)
+          }
+          estimate_memory_into(reused, scratch, c.model, c.run, c.cluster, c.strategy);
+          check_same_memory(reused, estimate_memory(c.model, c.run, c.cluster, c.strategy));
+          estimate_step_time_into(reused_time, time_scratch, c.model, c.run, c.cluster, c.strategy, scratch.layout());
+          check_same_time(reused_time, estimate_step_time(c.model, c.run, c.cluster, c.strategy));
+          ++checked;
+        }
+      }
+    }
+    CHECK(checked >= 12);  // most of the 30 combinations are valid strategies
+  }
+}
+
+TEST_CASE("a memo keeps an entry per setting and forgets everything when its context changes") {
+  ZeroFreeMemo<int> memo;
+  Strategy s;
+  s.zero = 1;
+  s.shard_group = 2;
+  bool fresh = false;
+  memo.find(1, s, fresh) = 41;
+  CHECK(fresh);
+  s.zero = 3;  // another ZeRO setting: the same entry
+  CHECK(memo.find(1, s, fresh) == 41);
+  CHECK_FALSE(fresh);
+  s.micro_batch = 2;  // another micro-batch size: a new entry
+  memo.find(1, s, fresh) = 42;
+  CHECK(fresh);
+  s.micro_batch = 1;
+  CHECK(memo.find(1, s, fresh) == 41);
+  CHECK_FALSE(fresh);
+  memo.find(2, s, fresh);  // another search
+  CHECK(fresh);
+  s.tp = 2;  // another setting of the outer dimensions: everything fresh
+  memo.find(2, s, fresh);
+  CHECK(fresh);
+  memo.find(0, s, fresh);  // context 0: never reused
+  CHECK(fresh);
+  memo.find(0, s, fresh);
+  CHECK(fresh);
+}
