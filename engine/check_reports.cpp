@@ -81,7 +81,7 @@ void write_check_json(const std::vector<CheckResult>& results, std::ostream& out
       for (const auto& [name, gib] : r.terms_gib) j.field(name, gib);
       j.end_object();
     }
-    if (!r.pinned && r.status != CheckStatus::error) j.field("fitting", r.fitting);
+    if (!r.pinned && r.status != CheckStatus::error) j.field("valid", r.valid);
     if (r.baseline_peak_gib || r.baseline_step_time_s) {
       j.key("baseline").begin_object();
       optional("peak_memory_gib", r.baseline_peak_gib);

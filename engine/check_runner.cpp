@@ -80,11 +80,12 @@ void check_free(const CheckEntry& e, const Model& m, const Run& run, const Clust
   space.cluster = &c;
   SearchOptions options;
   options.top_k = 1;
+  options.best_only = true;  // only the fastest fitting strategy is reported
   options.headroom_bytes = headroom;
   // An expected maximum peak narrows the budget: only strategies under it count.
   if (e.max_peak_gib) options.headroom_bytes = std::max(headroom, c.device.capacity - *e.max_peak_gib * kGiB);
   const SearchResult found = run_search(space, options);
-  r.fitting = found.fitting;
+  r.valid = found.valid;
   r.budget_gib = found.budget / kGiB;
   if (found.top.empty()) {
     r.status = CheckStatus::fail;

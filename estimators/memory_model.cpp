@@ -459,6 +459,12 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
 
 }  // namespace
 
+const PipelineLayout& MemoryScratch::prepare_layout(const Model& m, const Run& run, const Strategy& s) {
+  current = s.recompute == Recompute::full ? 1 : 0;
+  if (update_layout_key(layout_keys[current], m, run, s)) make_layout_into(layouts[current], m, run, s);
+  return layouts[current];
+}
+
 MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
                              double headroom_bytes) {
   MemoryReport report;
@@ -472,10 +478,7 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   // --rules sapp-nd: the seed's own expressions where §17.3 says the default rules depart.
   const bool seed = run.rules == Rules::sapp_nd;
   const Device dev = seed ? sapp_nd::overheads(cluster.device) : cluster.device;
-  scratch.current = s.recompute == Recompute::full ? 1 : 0;
-  if (update_layout_key(scratch.layout_keys[scratch.current], m, run, s)) {
-    make_layout_into(scratch.layouts[scratch.current], m, run, s);
-  }
+  scratch.prepare_layout(m, run, s);
   // The seed's activation side reads z and G (its shard factors), so it is never reused.
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
   if (context == 0) {

@@ -65,6 +65,8 @@ struct MemoryScratch {
   // other modes (the full-recompute layout also places the recomputed layers), each with the key
   // it was made from: the search alternates modes under the same pipeline, so neither is remade.
   const PipelineLayout& layout() const { return layouts[current]; }
+  // Makes (or finds) the layout of `s` and makes it the current one.
+  const PipelineLayout& prepare_layout(const Model& model, const Run& run, const Strategy& s);
   std::array<PipelineLayout, 2> layouts;
   std::array<LayoutKey, 2> layout_keys;
   std::size_t current = 0;

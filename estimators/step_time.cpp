@@ -152,6 +152,36 @@ void compute_side(ComputeSide& side, const Model& m, const Run& run, const Devic
 
 }  // namespace
 
+namespace {
+
+const ComputeSide& side_of(StepTimeScratch& scratch, const Model& m, const Run& run, const Device& d, const Strategy& s,
+                           const PipelineLayout& layout) {
+  if (scratch.memo_context == 0) {
+    compute_side(scratch.side, m, run, d, s, layout);
+    return scratch.side;
+  }
+  bool fresh = false;
+  ComputeSide& kept = scratch.memo.find(scratch.memo_context, s, fresh);
+  if (fresh) compute_side(kept, m, run, d, s, layout);
+  return kept;
+}
+
+}  // namespace
+
+double step_time_floor(StepTimeScratch& scratch, const Model& m, const Run& run, const Cluster& cluster,
+                       const Strategy& s, const PipelineLayout& layout) {
+  if (s.schedule == Schedule::dualpipev) return 0;
+  const ComputeSide& side = side_of(scratch, m, run, cluster.device, s, layout);
+  scratch.floor_stages.resize(side.stages.size());
+  for (std::size_t i = 0; i < side.stages.size(); ++i) {
+    StageTime& st = scratch.floor_stages[i];
+    st = side.stages[i].partial;
+    // τ_i as estimate_step_time_into sums it, without its last term (comm_zero ≥ 0).
+    st.tau = st.forward + st.backward + st.recompute + st.comm_tp + st.comm_cp + st.comm_ep + st.comm_pp;
+  }
+  return pipeline_makespan(s, scratch.floor_stages);
+}
+
 void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Model& m, const Run& run,
                              const Cluster& cluster, const Strategy& s, const PipelineLayout& layout) {
   const Device& d = cluster.device;
@@ -159,15 +189,7 @@ void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Mode
   const double seq = static_cast<double>(run.seq);
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
   const std::int64_t world = s.world();
-  const ComputeSide* side = &scratch.side;
-  if (scratch.memo_context == 0) {
-    compute_side(scratch.side, m, run, d, s, layout);
-  } else {
-    bool fresh = false;
-    ComputeSide& kept = scratch.memo.find(scratch.memo_context, s, fresh);
-    if (fresh) compute_side(kept, m, run, d, s, layout);
-    side = &kept;
-  }
+  const ComputeSide* side = &side_of(scratch, m, run, d, s, layout);
 
   // Data-parallel groups (§4).
   const ZeroDivisors z = zero_divisors(s);

@@ -33,6 +33,7 @@ struct ComputeSide {
 // (zero_free_memo.hpp) also reuses the compute side across (z, G).
 struct StepTimeScratch {
   ComputeSide side;  // used when there is no memo
+  std::vector<StageTime> floor_stages;  // step_time_floor's
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ComputeSide> memo;
 };
@@ -41,5 +42,13 @@ struct StepTimeScratch {
 // (make_layout of the same model, run and strategy): the search's allocation-free path.
 void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Model& model, const Run& run,
                              const Cluster& cluster, const Strategy& s, const PipelineLayout& layout);
+
+// A floor of the step time of `s` that needs only its compute side (kept across ZeRO settings):
+// the pipeline makespan of §7.8 over each stage's τ without its ZeRO/FSDP exposure, and no tail.
+// Every part left out is ≥ 0 and the makespan rises with each τ_i (floating point included), so
+// the floor is never above the step time. DualPipeV's makespan reads the slowest stage's own
+// passes, which a smaller τ may change: 0 there.
+double step_time_floor(StepTimeScratch& scratch, const Model& model, const Run& run, const Cluster& cluster,
+                       const Strategy& s, const PipelineLayout& layout);
 
 }  // namespace meshfit

@@ -115,6 +115,8 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   // score strategies of several searches in turn (meshfit check runs them side by side).
   static std::atomic<std::uint64_t> searches{0};
   const std::uint64_t context = ++searches;
+  // best_only with k = 1: the fastest fitting step time (ns) any thread has found.
+  std::atomic<std::int64_t> fastest{INT64_MAX};
 
   Partial init;
   init.k = options.top_k;
@@ -143,11 +145,24 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             // once a b does not fit, no larger b does: count them without estimating.
             if (options.prune && b_run_failed) return;
             if (options.prune && zero_failed && same_setting(s, failed_setting)) return;
-            ++acc.estimated;
             // Per-thread storage reused from estimate to estimate: scoring allocates nothing.
             thread_local MemoryScratch scratch;
             thread_local MemoryReport mem;
+            thread_local TimeReport time;
+            thread_local StepTimeScratch time_scratch;
             scratch.memo_context = context;
+            time_scratch.memo_context = context;
+            if (options.best_only) {
+              // Skipped when even its floor is slower than the k-th fastest found (llround is
+              // monotone: its step time in ns is then above it too, so it is not in the top-k).
+              std::int64_t bar = acc.top.size() == acc.k ? acc.top.back().time_ns : INT64_MAX;
+              if (acc.k == 1) bar = std::min(bar, fastest.load(std::memory_order_relaxed));
+              if (bar != INT64_MAX) {
+                const double floor = step_time_floor(time_scratch, m, run, cluster, s, scratch.prepare_layout(m, run, s));
+                if (std::llround(floor * 1e9) > bar) return;
+              }
+            }
+            ++acc.estimated;
             estimate_memory_into(mem, scratch, m, run, cluster, s, options.headroom_bytes);
             ScoredStrategy x;
             x.strategy = s;
@@ -172,16 +187,22 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
               }
               return;
             }
-            thread_local TimeReport time;
-            thread_local StepTimeScratch time_scratch;
-            time_scratch.memo_context = context;
             estimate_step_time_into(time, time_scratch, m, run, cluster, s, scratch.layout());  // the layout just made for s
             x.step_s = time.step;
             x.time_ns = std::llround(time.step * 1e9);
             x.tokens_per_sec_per_device = time.tokens_per_sec_per_device;
             x.mfu = time.mfu;
             ++acc.fitting;
-            acc.add_fitting(x);
+            if (options.best_only) {
+              acc.add_top(x);
+              if (acc.k == 1) {
+                std::int64_t seen = fastest.load(std::memory_order_relaxed);
+                while (x.time_ns < seen && !fastest.compare_exchange_weak(seen, x.time_ns, std::memory_order_relaxed)) {
+                }
+              }
+            } else {
+              acc.add_fitting(x);
+            }
             if (options.collect_cloud) acc.cloud.add(x.peak_bytes, budget, x.step_s);
           }, [&](std::size_t slot, std::int64_t count) {
             acc.enumerated += count;

@@ -42,6 +42,10 @@ struct SearchOptions {
   bool prune = true;          // skip estimating larger b once a b does not fit (provably same output)
   double headroom_bytes = 0;
   bool collect_cloud = false;  // fill SearchResult::cloud (for --plot and --report)
+  // Only the top-k is wanted (meshfit check): no front, and a strategy whose step-time floor
+  // (step_time.hpp) is above the k-th fastest found so far is not estimated, so `fitting` counts
+  // only the fitting strategies estimated. With top_k = 1 the fastest found by any thread bounds.
+  bool best_only = false;
   const std::atomic<bool>* stop = nullptr;         // set by a signal handler: finish early, marked
   std::function<void(std::size_t, std::size_t)> progress;  // (triples done, triples) from any thread
 };

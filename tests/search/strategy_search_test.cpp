@@ -104,6 +104,37 @@ TEST_CASE("pruning on the micro-batch size and on ZeRO settings whose states ove
   CHECK(saw_empty);
 }
 
+TEST_CASE("best-only search (meshfit check) finds the same fastest strategy, estimating fewer") {
+  const Inputs cases[] = {inputs("llama-3.1-8b", 8, 8192, 64, "h100-80gb"), inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"),
+                          inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"), inputs("llama-3.1-70b", 32, 8192, 64, "h100-80gb"),
+                          inputs("llama-3.1-70b", 8, 8192, 16, "a100-40gb")};
+  for (const auto& in : cases) {
+    CAPTURE(in.model.name);
+    CAPTURE(in.cluster.devices);
+    for (std::size_t k : {std::size_t{1}, std::size_t{3}}) {
+      CAPTURE(k);
+      SearchSpace space;
+      space.model = &in.model;
+      space.run = &in.run;
+      space.cluster = &in.cluster;
+      SearchOptions full, best;
+      full.top_k = best.top_k = k;
+      best.best_only = true;
+      const SearchResult a = run_search(space, full), b = run_search(space, best);
+      CHECK(same(a.top, b.top));
+      CHECK(b.front.empty());
+      CHECK(a.valid == b.valid);
+      CHECK(a.histogram == b.histogram);
+      REQUIRE(a.closest.has_value() == b.closest.has_value());
+      if (a.closest) {
+        CHECK(a.closest->mem == b.closest->mem);
+      } else {
+        CHECK(b.estimated < a.estimated);
+      }
+    }
+  }
+}
+
 TEST_CASE("rules decided above the leaves give the same counts and histogram with every policy off") {
   // With the policies off, hard rules deep in the table (H16, H19, H22, H23) decide more
   // candidates, and the walk reaches levels it does not reach under the defaults.
