@@ -28,8 +28,8 @@ SearchResult once(const Model& m, const Run& run, const Cluster& c) {
 
 int main() {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  std::printf("%-14s %7s %8s %13s %10s %10s %9s %9s %12s %14s\n", "model", "devices", "threads", "enumerated", "valid",
-              "estimated", "fitting", "seconds", "enum/s/core", "estimates/s/core");
+  std::printf("%-14s %7s %8s %13s %10s %10s %9s %9s %12s %13s %16s\n", "model", "devices", "threads", "enumerated", "valid",
+              "estimated", "fitting", "seconds", "enum/s/core", "valid/s/core", "estimates/s/core");
   for (const char* name : {"llama-3.1-70b", "deepseek-v3"}) {
     const Model m = load_model(name);
     RunFlags f;
@@ -41,11 +41,11 @@ int main() {
       for (unsigned threads : {1u, cores}) {
         tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
         const SearchResult r = once(m, run, c);
-        std::printf("%-14s %7lld %8u %13lld %10lld %10lld %9lld %9.3f %12.3g %14.3g\n", name,
+        std::printf("%-14s %7lld %8u %13lld %10lld %10lld %9lld %9.3f %12.3g %13.3g %16.3g\n", name,
                     static_cast<long long>(devices), threads, static_cast<long long>(r.enumerated),
                     static_cast<long long>(r.valid), static_cast<long long>(r.estimated),
                     static_cast<long long>(r.fitting), r.seconds, r.enumerated / r.seconds / threads,
-                    r.estimated / r.seconds / threads);
+                    r.valid / r.seconds / threads, r.estimated / r.seconds / threads);
         if (threads == cores) break;
       }
     }

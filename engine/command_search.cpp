@@ -23,11 +23,13 @@
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
 #include "engine/model_config.hpp"
+#include "engine/run_options_config.hpp"
+#include "engine/search_file.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
 #include "engine/trainer_export.hpp"
-#include "estimators/memory_model.hpp"
 #include "engine/yaml_fields.hpp"
+#include "estimators/memory_model.hpp"
 #include "search/strategy_search.hpp"
 
 namespace meshfit {
@@ -144,7 +146,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   ClusterFlags cluster_flags;
   RunFlags run_flags;
   std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, policies;
-  std::string plot_file, report_file, export_best, export_out;
+  std::string plot_file, report_file, export_best, export_out, search_file;
   std::size_t top = 10;
   int threads = 0;
   bool no_prune = false;
@@ -169,6 +171,8 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       ("schedule", po::value(&schedule), "1f1b, interleaved_1f1b, gpipe, zb_h1, dualpipev")
       ("recompute", po::value(&recompute), "none, selective, full")
       ("policies", po::value(&policies), "switch policies: tp_in_node=off,even_split=on,...")
+      ("search-file", po::value(&search_file), "YAML of pins (auto, a value or a list per dimension), policies, "
+                                               "headroom, top and run_options; flags given here win")
       ("top", po::value(&top)->default_value(10), "how many of the fastest fitting strategies to list")
       ("threads", po::value(&threads)->default_value(0), "worker threads (default: all cores)")
       ("no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)")
@@ -191,13 +195,26 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   const Model model = load_model(cluster_flags.model);
   const std::vector<std::int64_t> counts = device_counts(cluster_flags);
   Cluster cluster = make_cluster(cluster_flags.device, counts.front());
-  const Run run = make_run(run_flags, true);
+  std::optional<SearchFile> file;
+  if (!search_file.empty()) file = load_search_file(search_file);
+  Run run = make_run(run_flags, true);
+  if (file && file->run_options.IsMap()) {
+    apply_run_options(file->run_options, file->source, run);
+    // --run-options on the command line wins over the search file's.
+    if (run_flags.run_options_file) apply_run_options(load_yaml_file(*run_flags.run_options_file), *run_flags.run_options_file, run);
+  }
 
   SearchSpace space;
   space.model = &model;
   space.run = &run;
   space.cluster = &cluster;
   Pins& p = space.pins;
+  if (file) {
+    p = file->pins;
+    for (const auto& [policy, on] : file->policies) space.policies.on[static_cast<std::size_t>(policy)] = on;
+    if (file->headroom && vm["headroom"].defaulted()) cluster_flags.headroom = *file->headroom;
+    if (file->top && vm["top"].defaulted()) top = *file->top;
+  }
   if (!tp.empty()) p.tp = int_list("--tp", tp);
   if (!cp.empty()) p.cp = int_list("--cp", cp);
   if (!pp.empty()) p.pp = int_list("--pp", pp);
@@ -207,6 +224,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   if (!zero.empty()) p.zero = int_list("--zero", zero, 0);
   if (!shard_group.empty()) p.shard_group = int_list("--shard-group", shard_group);
   if (!mbs.empty()) p.micro_batch = int_list("--mbs", mbs);
+  if (sp == "both") p.sp.clear();
   if (!sp.empty() && sp != "both") p.sp = name_list<bool>("--sp", sp, {{"true", true}, {"false", false}});
   if (!cp_algo.empty()) {
     p.cp_algo = name_list<CpAlgo>("--cp-algo", cp_algo, {{"ring", CpAlgo::ring}, {"ulysses", CpAlgo::ulysses},
