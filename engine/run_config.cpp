@@ -44,6 +44,8 @@ FrameworkProfile load_framework_profile(const std::string& name, const std::stri
   p.account_embedding = f.optional_bool("account_embedding").value_or(false);
   p.account_loss = f.optional_bool("account_loss").value_or(false);
   p.loss_transient_bytes = f.optional_number("loss_transient_bytes", 0, 64).value_or(6);
+  p.loss_parallel_transient_bytes = f.optional_number("loss_parallel_transient_bytes", 0, 64).value_or(p.loss_transient_bytes);
+  p.output_saves_gathered_input = f.optional_bool("output_saves_gathered_input").value_or(false);
   p.eta_core = f.optional_number("eta_core", 1e-3, 10).value_or(1);
   p.cp_core_scale = f.optional_number("cp_core_scale", 1e-3, 10).value_or(1);
   p.elementwise = f.optional_bool("elementwise").value_or(false);
@@ -117,6 +119,8 @@ Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) 
   run.options.account_embedding = run.profile.account_embedding;
   run.options.account_loss = run.profile.account_loss;
   run.options.loss_transient_bytes = run.profile.loss_transient_bytes;
+  run.options.loss_parallel_transient_bytes = run.profile.loss_parallel_transient_bytes;
+  run.options.output_saves_gathered_input = run.profile.output_saves_gathered_input;
   if (flags.run_options_file) {
     apply_run_options(load_yaml_file(*flags.run_options_file), *flags.run_options_file, run);
   }

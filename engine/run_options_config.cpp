@@ -49,7 +49,8 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   const Fields f(doc, source);
   f.reject_unknown({"flash_attention", "attention_dropout", "hidden_dropout", "embedding_dropout", "beta_a", "beta_n",
                     "beta_sm", "beta_lse", "softmax_cast", "fused_swiglu", "eager_rope", "moe_mode", "capacity_factor",
-                    "moe_imbalance", "logits_kept_bytes", "loss_transient_bytes", "loss_chunks", "vocab_parallel_loss",
+                    "moe_imbalance", "logits_kept_bytes", "loss_transient_bytes", "loss_parallel_transient_bytes", "output_saves_gathered_input", "loss_chunks",
+                    "vocab_parallel_loss",
                     "vocab_pad_multiple", "reshard_after_forward", "fsdp_prefetch_layers", "overlap_grad_reduce",
                     "grad_bucket_bytes", "allgather_bucket_bytes", "optimizer_step_temp_bytes_per_param", "grad_clip",
                     "token_id_bytes", "recompute_switches", "recompute_rest", "offload_optimizer", "layers_per_vstage",
@@ -88,6 +89,8 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   number("moe_imbalance", o.moe_imbalance, 1, 64);
   number("logits_kept_bytes", o.logits_kept_bytes, 0, 64);
   number("loss_transient_bytes", o.loss_transient_bytes, 0, 64);
+  number("loss_parallel_transient_bytes", o.loss_parallel_transient_bytes, 0, 64);
+  flag("output_saves_gathered_input", o.output_saves_gathered_input);
   number("loss_chunks", o.loss_chunks, 1, 1e6);
   flag("vocab_parallel_loss", o.vocab_parallel_loss);
   if (const auto q = f.optional_int("vocab_pad_multiple")) run.profile.vocab_pad_multiple = *q;

@@ -6,8 +6,9 @@ namespace meshfit {
 
 double logits_transient(const Run& run, const Strategy& s, double n_cp, double v_pad) {
   const RunOptions& o = run.options;
+  const bool split = o.vocab_parallel_loss && s.tp > 1;
   const double vocab = o.vocab_parallel_loss ? v_pad / static_cast<double>(s.tp) : v_pad;
-  return n_cp * o.loss_transient_bytes * vocab / o.loss_chunks;
+  return n_cp * (split ? o.loss_parallel_transient_bytes : o.loss_transient_bytes) * vocab / o.loss_chunks;
 }
 
 double cp_kv_dim(const Model& m, const Strategy& s) {

@@ -79,7 +79,9 @@ double output_kept(const Model& m, const Run& run, const Strategy& s, double n_c
   const RunOptions& o = run.options;
   const double h_sp = static_cast<double>(m.hidden) / static_cast<double>(s.sigma());
   const double vocab = o.vocab_parallel_loss ? v_pad / static_cast<double>(s.tp) : v_pad;
-  return n_cp * (o.beta_n * h_sp + o.beta_a * h_sp + o.logits_kept_bytes * vocab);
+  // The projection's saved input: the SP shard, or the whole gathered sequence (DTensor TP).
+  const double h_in = o.output_saves_gathered_input ? static_cast<double>(m.hidden) : h_sp;
+  return n_cp * (o.beta_n * h_sp + o.beta_a * h_in + o.logits_kept_bytes * vocab);
 }
 
 }  // namespace meshfit

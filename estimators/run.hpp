@@ -46,6 +46,11 @@ struct FrameworkProfile {
   bool account_embedding = false;
   bool account_loss = false;
   double loss_transient_bytes = 6;  // memory-model.md §2.4, per vocabulary entry per token
+  // The same while the loss runs vocabulary-parallel over tp > 1 (the framework's own code path).
+  double loss_parallel_transient_bytes = 6;
+  // The output projection keeps its TP-gathered (full-sequence) input for its backward, as
+  // DTensor's ColwiseParallel does, rather than the SP shard Megatron re-gathers.
+  bool output_saves_gathered_input = false;
   // Kernel efficiency of the framework's kernels beyond η_fw (search-and-time.md §7.3, §7.11),
   // calibrated on measured throughput (data/frameworks/*.yaml says on which cases):
   double eta_core = 1.0;          // attention-core kernels relative to GEMMs (FlashAttention-2 via SDPA < cuBLAS)
@@ -90,6 +95,8 @@ struct RunOptions {
   double moe_imbalance = 1.0;
   double logits_kept_bytes = 4;
   double loss_transient_bytes = 6;
+  double loss_parallel_transient_bytes = 6;  // with vocab_parallel_loss and tp > 1
+  bool output_saves_gathered_input = false;
   double loss_chunks = 1;
   bool vocab_parallel_loss = true;
   std::int64_t fsdp_prefetch_layers = 1;

@@ -32,6 +32,26 @@ TEST_CASE("torchtitan's eager cross-entropy holds 8 transient bytes per logit") 
   CHECK_BYTES(test::estimate(m).stages[0].tr_logits, 32768.0 * 6 * 128256);
 }
 
+TEST_CASE("torchtitan's loss parallel (tp > 1) holds 12 transient bytes per local logit") {
+  // Llama-3.1-70B, tp 8, mbs 2, s 8192: 16,384 tokens · 12 bytes · 128,256/8 local logits.
+  const auto c = make_case("llama-3.1-70b", 64, 8192, 16, "tp=8,sp=true,zero=3,recompute=full,mbs=2", "torchtitan");
+  CHECK_BYTES(test::estimate(c).stages[0].tr_logits, 16384.0 * 12 * 128256 / 8);
+  // Megatron's fused vocab-parallel cross-entropy keeps its 6, over V padded to a multiple of
+  // 128·8: 129,024.
+  const auto m = make_case("llama-3.1-70b", 64, 8192, 16, "tp=8,sp=true,zero=3,recompute=full,mbs=2");
+  CHECK_BYTES(test::estimate(m).stages[0].tr_logits, 16384.0 * 6 * 129024 / 8);
+}
+
+TEST_CASE("torchtitan's output projection keeps its gathered full-sequence input") {
+  // K_out = n·(β_n·h/σ + β_a·h_in + 4·V/tp): 16,384 tokens, h 8192, tp 8, V 128,256. torchtitan
+  // saves the gathered input (h_in = h), Megatron its SP shard (h_in = h/8).
+  const double n = 16384, h = 8192, logits = 4.0 * 128256 / 8;
+  const auto c = make_case("llama-3.1-70b", 64, 8192, 16, "tp=8,sp=true,zero=3,mbs=2", "torchtitan");
+  CHECK_BYTES(output_kept(c.model, c.run, c.strategy, n, 128256), n * (2 * h / 8 + 2 * h + logits));
+  const auto m = make_case("llama-3.1-70b", 64, 8192, 16, "tp=8,sp=true,zero=3,mbs=2");
+  CHECK_BYTES(output_kept(m.model, m.run, m.strategy, n, 128256), n * (2 * h / 8 + 2 * h / 8 + logits));
+}
+
 TEST_CASE("deferred FSDP gradient sync under torchtitan PP holds unsharded fp32 gradients") {
   // Llama-3.1-405B, tp 8, pp 8: torchtitan's split counts the embedding and loss as layers, so
   // stage 1 holds 16 layers. Per layer per rank: (570,425,344 + 2,617,245,696)/8 + 32,768 norms
