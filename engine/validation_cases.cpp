@@ -1,7 +1,6 @@
 #include "engine/validation_cases.hpp"
 
 #include <algorithm>
-#include <regex>
 
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
@@ -79,10 +78,18 @@ Device case_device(const Fields& d, std::vector<std::string>& notes) {
 // layernorm drops normOp, mla_up_proj drops attUp, moe_act and mlp drop ffAct.
 RecomputeSwitches megatron_modules(const std::string& detail) {
   RecomputeSwitches sw{true, true, true, true, true, true, true, true};
-  const std::regex list(R"(recompute_modules\s*=\s*\[([^\]]*)\])");
-  std::smatch match;
-  if (!std::regex_search(detail, match, list)) return RecomputeSwitches::megatron_core_attn();
-  const std::string modules = match[1].str();
+  // "recompute_modules=[a, b]", spaces allowed around '='; anything else keeps the default.
+  const std::string key = "recompute_modules";
+  std::size_t at = detail.find(key);
+  if (at != std::string::npos) at = detail.find_first_not_of(" \t", at + key.size());
+  if (at != std::string::npos && detail[at] == '=') {
+    at = detail.find_first_not_of(" \t", at + 1);
+  } else {
+    at = std::string::npos;
+  }
+  const std::size_t close = at != std::string::npos && detail[at] == '[' ? detail.find(']', at) : std::string::npos;
+  if (close == std::string::npos) return RecomputeSwitches::megatron_core_attn();
+  const std::string modules = detail.substr(at + 1, close - at - 1);
   if (modules.find("core_attn") != std::string::npos) sw.softmax = sw.headCast = false;
   if (modules.find("layernorm") != std::string::npos) sw.normOp = false;
   if (modules.find("mla_up_proj") != std::string::npos) sw.attUp = false;
