@@ -88,6 +88,29 @@ void BM_StepTime_DeepSeekV3_pp16(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// As the search scores the ZeRO settings of one setting of everything else: the activation side
+// (memory) and the compute side (time) kept, only the (z, G) parts redone. Memory and step time
+// per iteration, alternating two settings.
+void BM_DeepSeekV3_pp16_zero_settings(benchmark::State& state) {
+  static const Inputs a = make("deepseek-v3", 1024, 4096, 2048, "tp=2,sp=true,pp=16,ep=64,zero=1,recompute=full");
+  static const Inputs b = make("deepseek-v3", 1024, 4096, 2048, "tp=2,sp=true,pp=16,ep=64,zero=3,recompute=full");
+  meshfit::MemoryReport report;
+  meshfit::MemoryScratch scratch;
+  meshfit::TimeReport time;
+  meshfit::StepTimeScratch time_scratch;
+  scratch.memo_context = time_scratch.memo_context = 1;
+  bool flip = false;
+  for (auto _ : state) {
+    const Inputs& in = flip ? b : a;
+    flip = !flip;
+    meshfit::estimate_memory_into(report, scratch, in.model, in.run, in.cluster, in.strategy);
+    meshfit::estimate_step_time_into(time, time_scratch, in.model, in.run, in.cluster, in.strategy, scratch.layout());
+    benchmark::DoNotOptimize(report.peak);
+    benchmark::DoNotOptimize(time.step);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 BENCHMARK(BM_Llama70B_pp1);
 BENCHMARK(BM_Llama70B_pp1_alloc);
 BENCHMARK(BM_StepTime_Llama70B_pp4_interleaved);
@@ -95,6 +118,7 @@ BENCHMARK(BM_StepTime_DeepSeekV3_pp16);
 BENCHMARK(BM_Llama70B_pp4_1f1b);
 BENCHMARK(BM_Llama70B_pp4_interleaved);
 BENCHMARK(BM_DeepSeekV3_pp16);
+BENCHMARK(BM_DeepSeekV3_pp16_zero_settings);
 
 }  // namespace
 
