@@ -10,6 +10,7 @@
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
 #include "engine/model_config.hpp"
+#include "engine/strategy_inputs.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
 #include "estimators/cp_attention_breakdown.hpp"
@@ -178,17 +179,13 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out, st
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
-  for (const char* required : {"model", "device", "devices", "strategy"}) {
-    if (!vm.count(required)) {
-      throw UsageError(std::string("meshfit estimate: --") + required + " is required\nTry 'meshfit estimate --help'.");
-    }
-  }
-  collect_run_flags(vm, run_flags);
-  const Model model = load_model(cluster_flags.model);
-  const Cluster cluster = make_cluster(cluster_flags.device, single_device_count(cluster_flags));
-  const Run run = make_run(run_flags, true);
-  std::vector<std::string> warnings;
-  const Strategy s = parse_strategy(strategy_text, model, run, cluster, warnings);
+  StrategyInputs in = load_strategy_inputs("estimate", vm, {"model", "device", "devices", "strategy"}, cluster_flags,
+                                           run_flags, strategy_text);
+  const Model& model = in.model;
+  const Cluster& cluster = in.cluster;
+  const Run& run = in.run;
+  const Strategy& s = in.strategy;
+  std::vector<std::string>& warnings = in.warnings;
   for (const auto& w : model.input_warnings) warnings.push_back(w);
   for (const auto& c : model.measured_census) {
     const double tokens = static_cast<double>(run.seq) / static_cast<double>(s.cp);

@@ -10,6 +10,7 @@
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
 #include "engine/model_config.hpp"
+#include "engine/strategy_inputs.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
 #include "search/strategy_explain.hpp"
@@ -39,16 +40,13 @@ int command_explain(const std::vector<std::string>& args, std::ostream& out, std
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
-  for (const char* required : {"model", "device", "devices", "strategy"}) {
-    if (!vm.count(required)) throw UsageError(std::string("meshfit explain: --") + required + " is required\nTry 'meshfit explain --help'.");
-  }
-  collect_run_flags(vm, run_flags);
-  const Model model = load_model(cluster_flags.model);
-  const Cluster cluster = make_cluster(cluster_flags.device, single_device_count(cluster_flags));
-  const Run run = make_run(run_flags, true);
-  std::vector<std::string> warnings;
-  const Strategy s = parse_strategy(strategy_text, model, run, cluster, warnings, false);
-  for (const auto& w : warnings) err << "meshfit explain: warning: " << w << '\n';
+  const StrategyInputs in = load_strategy_inputs("explain", vm, {"model", "device", "devices", "strategy"}, cluster_flags,
+                                                 run_flags, strategy_text, false);
+  const Model& model = in.model;
+  const Cluster& cluster = in.cluster;
+  const Run& run = in.run;
+  const Strategy& s = in.strategy;
+  for (const auto& w : in.warnings) err << "meshfit explain: warning: " << w << '\n';
   SearchSpace space;
   space.model = &model;
   space.run = &run;

@@ -5,6 +5,7 @@
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
 #include "engine/model_config.hpp"
+#include "engine/strategy_inputs.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/trainer_export.hpp"
 
@@ -32,18 +33,15 @@ int command_export(const std::vector<std::string>& args, std::ostream& out, std:
   const auto parsed = parse_or_help("export", args, desc, common, out);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  for (const char* required : {"model", "device", "devices", "strategy", "to"}) {
-    if (!vm.count(required)) throw UsageError(std::string("meshfit export: --") + required + " is required\nTry 'meshfit export --help'.");
-  }
+  if (!vm.count("to")) throw UsageError("meshfit export: --to is required\nTry 'meshfit export --help'.");
   const auto format = trainer_format_by_name(to);
   if (!format) throw InputError("command line", "--to", std::string("one of ") + trainer_format_names() + ", got '" + to + "'");
-  collect_run_flags(vm, run_flags);
-  const Model model = load_model(cluster_flags.model);
-  const Cluster cluster = make_cluster(cluster_flags.device, single_device_count(cluster_flags));
-  const Run run = make_run(run_flags, true);
-  std::vector<std::string> warnings;
-  const Strategy s = parse_strategy(strategy_text, model, run, cluster, warnings);
-  for (const auto& w : warnings) err << "meshfit export: warning: " << w << '\n';
+  const StrategyInputs in = load_strategy_inputs("export", vm, {"model", "device", "devices", "strategy"}, cluster_flags,
+                                                 run_flags, strategy_text);
+  const Model& model = in.model;
+  const Run& run = in.run;
+  const Strategy& s = in.strategy;
+  for (const auto& w : in.warnings) err << "meshfit export: warning: " << w << '\n';
   const TrainerConfig config = export_strategy(*format, model, run, s);
   for (const auto& n : config.notes) err << "meshfit export: note: " << n << '\n';
   if (output.empty()) {
