@@ -30,7 +30,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
                     "overhead_per_communicator", "overhead_workspaces", "overhead_ep_library",
                     "overhead_fixed", "peak_flops", "hbm_bandwidth", "devices_per_node",
                     "intra_bandwidth", "inter_bandwidth", "eta_max", "kernel_overhead", "eta_intra",
-                    "eta_inter", "alpha_intra", "alpha_inter", "eta_hbm"});
+                    "eta_inter", "eta_a2a_inter", "alpha_intra", "alpha_inter", "eta_hbm"});
   Device d;
   const auto base = f.optional_string("preset");
   if (base) d = preset_device(*base, source, "preset");
@@ -68,6 +68,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   bounded("kernel_overhead", d.kernel_overhead, 0, 1);
   bounded("eta_intra", d.eta_intra, 1e-6, 1);
   bounded("eta_inter", d.eta_inter, 1e-6, 1);
+  bounded("eta_a2a_inter", d.eta_a2a_inter, 1e-6, 1);
   bounded("alpha_intra", d.alpha_intra, 0, 1);
   bounded("alpha_inter", d.alpha_inter, 0, 1);
   bounded("eta_hbm", d.eta_hbm, 1e-6, 1);

@@ -50,7 +50,8 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   f.reject_unknown({"flash_attention", "attention_dropout", "hidden_dropout", "embedding_dropout", "beta_a", "beta_n",
                     "beta_sm", "beta_lse", "softmax_cast", "fused_swiglu", "eager_rope", "moe_mode", "capacity_factor",
                     "moe_imbalance", "logits_kept_bytes", "loss_transient_bytes", "loss_parallel_transient_bytes", "output_saves_gathered_input", "loss_chunks",
-                    "vocab_parallel_loss",
+                    "vocab_parallel_loss", "ep_dispatcher", "tp_overlap", "ep_overlap", "cp_overlap", "pp_overlap",
+                    "dualpipe_overlap", "dp_overlap",
                     "vocab_pad_multiple", "reshard_after_forward", "fsdp_prefetch_layers", "overlap_grad_reduce",
                     "grad_bucket_bytes", "allgather_bucket_bytes", "optimizer_step_temp_bytes_per_param", "grad_clip",
                     "token_id_bytes", "recompute_switches", "recompute_rest", "offload_optimizer", "layers_per_vstage",
@@ -102,6 +103,17 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   }
   if (const auto n = f.optional_int("fsdp_prefetch_layers", 0)) o.fsdp_prefetch_layers = *n;
   flag("overlap_grad_reduce", o.overlap_grad_reduce);
+  if (const auto dispatch = f.optional_string("ep_dispatcher")) {
+    if (*dispatch == "alltoall") o.ep_dispatch = EpDispatch::all_to_all;
+    else if (*dispatch == "deepep" || *dispatch == "hybridep") o.ep_dispatch = EpDispatch::node_dedup;
+    else f.fail("ep_dispatcher", "expected alltoall, deepep or hybridep, got '" + *dispatch + "'");
+  }
+  number("tp_overlap", o.tp_overlap, 0, 1);
+  number("ep_overlap", o.ep_overlap, 0, 1);
+  flag("cp_overlap", o.cp_overlap);
+  flag("pp_overlap", o.pp_overlap);
+  flag("dualpipe_overlap", o.dualpipe_overlap);
+  flag("dp_overlap", o.dp_overlap);
   // Re-read precision overrides first: bucket sizes in bytes convert with them.
   number("beta_P", p.beta_P, 0, 16);
   number("beta_G", p.beta_G, 0, 16);

@@ -1,6 +1,7 @@
 #include "engine/validation_cases.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
@@ -97,6 +98,25 @@ RecomputeSwitches megatron_modules(const std::string& detail) {
   return sw;
 }
 
+// FLOPs per token as Megatron-LM reports them (training.py, num_floating_point_operations, with
+// the causal halving of the score term): 12·h per layer for every weight GEMM width (3 passes ×
+// 2 stacked GEMMs × 2 FLOPs), the attention term (1 + g/a + s/(2h))·a·d_h, the FFN width times
+// 1.5 when gated (routed experts times top-k, plus the shared experts), and 6·h·V for the logits.
+// Only for GQA/MHA models (MLA has its own terms there): 0 otherwise.
+double megatron_reported_flops_per_token(const Model& m, double seq, double v_pad) {
+  if (m.attention == AttentionKind::mla) return 0;
+  const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
+  const double g = static_cast<double>(m.kv_heads), dh = static_cast<double>(m.head_dim);
+  const double gated = m.gated ? 1.5 : 1.0;
+  const double moe_layers = static_cast<double>(m.moe_layer_count());
+  const double dense_layers = static_cast<double>(m.layers) - moe_layers;
+  const double attention = static_cast<double>(m.layers) * (1 + g / a + seq / (2 * h)) * a * dh;
+  const double ffn = gated * (dense_layers * static_cast<double>(m.ffn) +
+                              moe_layers * (static_cast<double>(m.expert_ffn * m.top_k) +
+                                            static_cast<double>(m.shared_experts * m.shared_expert_ffn)));
+  return 12 * h * (attention + ffn) + 6 * h * v_pad;
+}
+
 ValidationCase read_case(const YAML::Node& node, const std::string& path, std::size_t index) {
   ValidationCase vc;
   const Fields top(node, path + ": case #" + std::to_string(index + 1));
@@ -152,6 +172,13 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   if (fp8 && vc.framework == "megatron") vc.run.options.fp8_saved_matmul_inputs = true;
   vc.run.options.fp8_linears = fp8;
   vc.run.options.torch_compile = feat.optional_bool("torch_compile").value_or(false);
+  // The MoE dispatcher is named only in the free text of `other` (validation README): DeepEP and
+  // HybridEP send a token once per destination node.
+  std::string other = feat.optional_string("other").value_or("");
+  std::transform(other.begin(), other.end(), other.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (other.find("hybridep") != std::string::npos || other.find("deepep") != std::string::npos) {
+    vc.run.options.ep_dispatch = EpDispatch::node_dedup;
+  }
 
   // Strategy.
   const Fields s(c.raw("strategy"), src, "strategy");
@@ -231,6 +258,21 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
     me.fail("metric", "expected reserved, allocated or null, got '" + metric + "'");
   }
   vc.measured_tokens_per_sec = me.optional_number("tokens_per_sec_per_device", 0, 1e9);
+  if (!vc.measured_tokens_per_sec) {
+    // Throughput a case states another way: its step time (gb·s tokens per step over N devices),
+    // or Megatron's reported TFLOP/s per GPU over Megatron's own FLOP count per token.
+    const double tokens = static_cast<double>(vc.run.global_batch * vc.run.seq);
+    const double flops = megatron_reported_flops_per_token(
+        vc.model, static_cast<double>(vc.run.seq),
+        static_cast<double>(padded_vocab(vc.model.vocab, vc.run.profile.vocab_pad_multiple, st.tp)));
+    if (const auto step = me.optional_number("step_time_s", 1e-9, 1e9)) {
+      vc.measured_tokens_per_sec = tokens / (*step * static_cast<double>(world));
+      notes.push_back("tokens/s per device from step_time_s (gb·seq / (T·N))");
+    } else if (const auto tf = me.optional_number("tflops_per_device", 1e-9, 1e6); tf && vc.framework == "megatron" && flops > 0) {
+      vc.measured_tokens_per_sec = *tf * 1e12 / flops;
+      notes.push_back("tokens/s per device from tflops_per_device over Megatron's FLOPs per token");
+    }
+  }
 
   const HardRule broken = first_broken_rule(vc.model, vc.run, vc.cluster, st);
   if (broken != HardRule::ok) {

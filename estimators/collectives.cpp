@@ -37,9 +37,18 @@ double all_gather(const Group& g, double S) { return reduce_scatter(g, S); }
 double all_to_all(const Group& g, const Device& d, double S) {
   if (g.size <= 1 || S <= 0) return 0;
   const double n = static_cast<double>(g.size), n_in = static_cast<double>(g.per_node);
-  const double intra = d.eta_intra * d.intra_bandwidth, inter = d.eta_inter * d.inter_bandwidth;
+  const double intra = d.eta_intra * d.intra_bandwidth, inter = d.eta_a2a_inter * d.eta_inter * d.inter_bandwidth;
   if (g.inside_node) return (n - 1) * d.alpha_intra + (n - 1) / n * S / intra;
   return (n - 1) * d.alpha_inter + std::max((n_in - 1) / n * S / intra, (n - n_in) / n * S / inter);
+}
+
+double node_dedup_all_to_all(const Group& g, const Device& d, double S, double S_remote) {
+  if (g.size <= 1 || S <= 0) return 0;
+  if (g.inside_node) return all_to_all(g, d, S);
+  const double n = static_cast<double>(g.size);
+  const double intra = d.eta_intra * d.intra_bandwidth, inter = d.eta_a2a_inter * d.eta_inter * d.inter_bandwidth;
+  // Every copy but the member's own crosses NVLink once, directly or forwarded at its node.
+  return (n - 1) * d.alpha_inter + std::max((n - 1) / n * S / intra, S_remote / inter);
 }
 
 double point_to_point(const Device& d, bool inside_node, double S) {

@@ -24,6 +24,10 @@ double all_reduce(const Group& g, double bytes);
 double reduce_scatter(const Group& g, double bytes);  // S: each member's full input
 double all_gather(const Group& g, double bytes);      // S: each member's full output
 double all_to_all(const Group& g, const Device& d, double bytes);  // S: bytes each member sends
+// A dispatch that sends each token once to every other node holding one of its experts, NVLink
+// forwarding it there (DeepEP, HybridEP): `bytes` as all_to_all, `remote_bytes` what crosses the
+// member's NIC. Inside a node it is all_to_all.
+double node_dedup_all_to_all(const Group& g, const Device& d, double bytes, double remote_bytes);
 // A point-to-point hop, inside a node or across.
 double point_to_point(const Device& d, bool inside_node, double bytes);
 

@@ -26,6 +26,9 @@ struct Device {
   double kernel_overhead = 1e-6;         // τ_kern, s
   double eta_intra = 0.70;
   double eta_inter = 0.90;
+  // Inter-node all-to-all reaches less of the link than ring collectives (many peers at once,
+  // incast at the receiving NICs): the fraction of η_out·B_out it gets. 1 = the §7.4 formula.
+  double eta_a2a_inter = 1.0;
   double alpha_intra = 2e-6;             // s per ring step
   double alpha_inter = 5e-6;
   double eta_hbm = 0.80;

@@ -122,6 +122,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
     } else {
       forward = 2 * all_reduce(tp, S);
     }
+    forward *= 1 - o.tp_overlap;  // §7.6: ω_tp hidden
     t.tp_forward = forward;
     t.tp = 2 * forward;
   }
@@ -155,8 +156,10 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
         const double hops = static_cast<double>(cp_r - 1);
         const double hide = hops / static_cast<double>(cp_r);
         const double core_b = kernel_time(d, eta.core, core_backward_ratio(run) * flops_core(flops) / shards);
-        fwd += std::max(0.0, hops * point_to_point(d, ring.inside_node, S_kv) - hide * t.core_forward);
-        bwd += std::max(0.0, hops * point_to_point(d, ring.inside_node, 2 * S_kv) - hide * core_b);
+        // §7.6: hidden behind the core's last cp_r − 1 blocks, unless cp_overlap is off.
+        const double cover = o.cp_overlap ? 1.0 : 0.0;
+        fwd += std::max(0.0, hops * point_to_point(d, ring.inside_node, S_kv) - cover * hide * t.core_forward);
+        bwd += std::max(0.0, hops * point_to_point(d, ring.inside_node, 2 * S_kv) - cover * hide * core_b);
       }
     }
     t.cp_forward = fwd;
@@ -167,12 +170,26 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
   if (ffn == FfnKind::moe && (s.ep > 1 || s.etp > 1)) {
     const double n_moe = b * seq / static_cast<double>(s.cp * s.tp);
     const double S_d = n_moe * static_cast<double>(m.top_k) * h * beta_a * rho;
-    double forward = 2 * all_to_all(make_group(d, s.etp, s.ep), d, S_d);
+    const Group ep = make_group(d, s.etp, s.ep);
+    double forward = 2 * all_to_all(ep, d, S_d);
+    if (o.ep_dispatch == EpDispatch::node_dedup && !ep.inside_node) {
+      // One copy per other node that holds one of the token's k experts: with E/n_nodes experts
+      // per node, a node holds none of k distinct experts with probability
+      // Π_{j<k} (E − E/n_nodes − j)/(E − j).
+      const double E = static_cast<double>(m.experts), k = static_cast<double>(m.top_k);
+      const double nodes = static_cast<double>(ep.size) / static_cast<double>(ep.per_node);
+      double miss = 1;
+      for (double j = 0; j < k; ++j) miss *= std::max(0.0, E - E / nodes - j) / (E - j);
+      const double remote = n_moe * h * beta_a * rho * (nodes - 1) * (1 - miss);
+      forward = 2 * node_dedup_all_to_all(ep, d, S_d, remote);
+    }
     if (s.etp > 1) {
       const Group etp = make_group(d, 1, s.etp);
       forward += all_gather(etp, static_cast<double>(s.etp) * S_d) + reduce_scatter(etp, static_cast<double>(s.etp) * S_d);
     }
-    if (s.schedule == Schedule::dualpipev) forward = 0;  // the V pairs each chunk's comm with the other's compute
+    forward *= 1 - o.ep_overlap;  // §7.6: ω_ep hidden
+    // The V pairs each chunk's comm with the other's compute (unless dualpipe_overlap is off).
+    if (s.schedule == Schedule::dualpipev && o.dualpipe_overlap) forward = 0;
     t.ep_forward = forward;
     t.ep = 2 * forward;
   }

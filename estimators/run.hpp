@@ -78,6 +78,10 @@ struct RecomputeSwitches {
 
 enum class MoeMode : std::uint8_t { dropless, capacity };
 
+// How MoE tokens reach their experts (search-and-time.md §7.5 prices `all_to_all`): one copy per
+// expert, or DeepEP/HybridEP's one copy per destination node, forwarded over NVLink there.
+enum class EpDispatch : std::uint8_t { all_to_all, node_dedup };
+
 // What a selective layer keeps: the op switches of §7.5, or torchtitan's per-op selective
 // activation checkpointing, which saves every second matmul output and the attention outputs.
 enum class SelectivePolicy : std::uint8_t { switches, torchtitan_op_sac };
@@ -98,6 +102,12 @@ struct RunOptions {
   double loss_parallel_transient_bytes = 6;  // with vocab_parallel_loss and tp > 1
   bool output_saves_gathered_input = false;
   double loss_chunks = 1;
+  EpDispatch ep_dispatch = EpDispatch::all_to_all;
+  // Overlap switches of search-and-time.md §7.6: the exposed fractions 1 − ω of TP and EP
+  // collectives, the CP ring hidden behind the attention core, PP point-to-point hidden
+  // (Megatron's overlap_p2p_comm), DualPipeV's pairing, and the DP/ZeRO windows.
+  double tp_overlap = 0, ep_overlap = 0;
+  bool cp_overlap = true, pp_overlap = false, dualpipe_overlap = true, dp_overlap = true;
   bool vocab_parallel_loss = true;
   std::int64_t fsdp_prefetch_layers = 1;
   bool overlap_grad_reduce = true;

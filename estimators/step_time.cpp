@@ -59,9 +59,9 @@ void compute_side(ComputeSide& side, const Model& m, const Run& run, const Devic
   const std::int64_t world = s.world();
   const bool pp_inside = world <= d.devices_per_node && d.devices_per_node % world == 0;
   const double S_pp = b * (seq / static_cast<double>(s.cp)) * h * o.beta_a / static_cast<double>(s.sigma());
-  const double p2p = s.pp > 1 && s.schedule != Schedule::dualpipev
-                         ? 2 * static_cast<double>(s.vpp) * point_to_point(d, pp_inside, S_pp)
-                         : 0;
+  // §7.6: hidden with pp_overlap, and under DualPipeV's pairing unless dualpipe_overlap is off.
+  const bool hidden = o.pp_overlap || (s.schedule == Schedule::dualpipev && o.dualpipe_overlap);
+  const double p2p = s.pp > 1 && !hidden ? 2 * static_cast<double>(s.vpp) * point_to_point(d, pp_inside, S_pp) : 0;
 
   // Per-rank parameter counts of a layer (memory-model §4.9).
   const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
@@ -219,7 +219,9 @@ void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Mode
     const bool embedding = sc.embedding, head = sc.head;
 
     // ZeRO / FSDP (§7.5, §7.6): per micro-batch exposure and the tail.
-    const double win_f = st.forward, win_b = st.backward + st.recompute;
+    // dp_overlap off (§7.6): no window, all of it exposed.
+    const bool overlap = run.options.dp_overlap;
+    const double win_f = overlap ? st.forward : 0, win_b = overlap ? st.backward + st.recompute : 0;
     const double n_b = std::ceil((P_d + P_e) / bucket_params);
     const double t_rs = reduce_scatter(shard, P_d * pr.beta_gcomm) + reduce_scatter(expert_shard, P_e * pr.beta_gcomm);
     const double t_ag = all_gather(shard, P_d * pr.beta_gather) + all_gather(expert_shard, P_e * pr.beta_gather);

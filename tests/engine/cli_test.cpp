@@ -160,6 +160,16 @@ TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from 
   std::vector<std::string> sw = base;
   sw.insert(sw.end(), {"--run-options", data_path("run-options/bad-switches.yaml")});
   CHECK(run(sw).err.find("field 'recompute_switches.attnBMM': unknown field") != std::string::npos);
+  std::vector<std::string> dispatcher = base;
+  dispatcher.insert(dispatcher.end(), {"--run-options", data_path("run-options/bad-dispatcher.yaml")});
+  const auto d = run(dispatcher);
+  CHECK(d.code == 2);
+  CHECK(d.err.find("field 'ep_dispatcher': expected alltoall, deepep or hybridep, got 'pigeon'") != std::string::npos);
+  std::vector<std::string> overlap = base;
+  overlap.insert(overlap.end(), {"--run-options", data_path("run-options/bad-overlap.yaml")});
+  const auto o = run(overlap);
+  CHECK(o.code == 2);
+  CHECK(o.err.find("field 'tp_overlap'") != std::string::npos);
   std::vector<std::string> flag = base;
   flag.insert(flag.end(), {"--recompute-switches", "everything"});
   CHECK(run(flag).err.find("'--recompute-switches': expected megatron_core_attn") != std::string::npos);

@@ -86,3 +86,66 @@ TEST_CASE("torch.compile and FP8 linears only ever shorten the step under the to
   CHECK(compiled < eager);
   CHECK(fp8 < compiled);
 }
+
+TEST_CASE("overlap switches of §7.6 expose what they say") {
+  const auto base = make_case("mixtral-8x7b", 64, 4096, 256, "tp=2,sp=true,pp=4,cp=2,cp_algo=ring,ep=8,zero=1");
+  const TimeReport r0 = timing(base);
+  REQUIRE(r0.comm_tp > 0);
+  REQUIRE(r0.comm_ep > 0);
+  REQUIRE(r0.comm_pp > 0);
+  {  // ω_tp = 0.25 and ω_ep = 1: three quarters of TP, none of EP.
+    auto c = base;
+    c.run.options.tp_overlap = 0.25;
+    c.run.options.ep_overlap = 1;
+    const TimeReport r = timing(c);
+    CHECK(r.comm_tp == doctest::Approx(0.75 * r0.comm_tp).epsilon(1e-12));
+    CHECK(r.comm_ep == 0);
+  }
+  {  // Megatron's overlap_p2p_comm: no PP hop exposed.
+    auto c = base;
+    c.run.options.pp_overlap = true;
+    CHECK(timing(c).comm_pp == 0);
+  }
+  {  // cp_overlap off: the ring hops no longer hide behind the attention core.
+    auto c = base;
+    c.run.options.cp_overlap = false;
+    CHECK(timing(c).comm_cp > r0.comm_cp);
+  }
+  {  // dp_overlap off: the whole reduction is exposed, more than with its backward window.
+    auto c = make_case("llama-3.1-8b", 64, 8192, 64, "dp=64,zero=0,mbs=1");
+    const double hidden = timing(c).comm_dp;
+    c.run.options.dp_overlap = false;
+    CHECK(timing(c).comm_dp > hidden);
+  }
+  {  // dualpipe_overlap off: DualPipeV's EP and PP traffic is priced like any schedule's.
+    auto c = make_case("mixtral-8x7b", 64, 4096, 256, "tp=2,sp=true,pp=4,vpp=2,pp_schedule=dualpipev,ep=8,zero=1");
+    const TimeReport paired = timing(c);
+    CHECK(paired.comm_ep == 0);
+    CHECK(paired.comm_pp == 0);
+    c.run.options.dualpipe_overlap = false;
+    const TimeReport exposed = timing(c);
+    CHECK(exposed.comm_ep > 0);
+    CHECK(exposed.comm_pp > 0);
+  }
+}
+
+TEST_CASE("DeepEP-style dispatch sends a token once per other node holding its experts") {
+  // Qwen3-30B-A3B on 16 H100-80GB (two nodes), ep 16, b 1, s 4096: n_moe = 4096 tokens,
+  // S_d = 4096·8·2048·2 = 134,217,728 B. A node holds none of a token's 8 experts (64 of 128 on
+  // each node) with probability Π_{j<8} (64 − j)/(128 − j) = 0.0030958642767920483, so
+  // 4096·2048·2·(1 − 0.0030958...) = 16,725,276.0 B cross the NIC. One dispatch =
+  // 15·5 µs + max(15/16·S_d/(0.7·450e9), 16,725,276/(0.55·0.9·50e9)) = 750.7687 µs; the layer
+  // has dispatch and combine, forward and backward: 4 × that = 3.003075 ms. The per-expert
+  // all-to-all instead: 15·5 µs + max(7/16·S_d/(0.7·450e9), 8/16·S_d/(0.55·0.9·50e9)), × 4 = 11.14588 ms.
+  auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
+  const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  CHECK(plain.ep == doctest::Approx(0.011145877010101009).epsilon(1e-9));
+  c.run.options.ep_dispatch = EpDispatch::node_dedup;
+  const LayerTime dedup = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  CHECK(dedup.ep == doctest::Approx(0.003003074911728739).epsilon(1e-9));
+  // Inside one node there is nothing to deduplicate.
+  auto one = make_case("qwen3-30b-a3b", 8, 4096, 1024, "dp=8,ep=8,zero=1,mbs=1");
+  const double in_node = layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep;
+  one.run.options.ep_dispatch = EpDispatch::node_dedup;
+  CHECK(layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep == in_node);
+}
