@@ -6,9 +6,10 @@
 
 namespace meshfit {
 
-Group make_group(const Device& d, std::int64_t stride, std::int64_t size) {
+Group make_group(const Device& d, std::int64_t stride, std::int64_t size, bool tree) {
   Group g;
   g.size = size;
+  g.tree = tree;
   const GroupPlacement p = place_group(stride, size, d.devices_per_node);
   g.inside_node = p.inside_node;
   g.per_node = p.per_node;
@@ -20,16 +21,27 @@ Group make_group(const Device& d, std::int64_t stride, std::int64_t size) {
   return g;
 }
 
+namespace {
+// Latency steps of a reduce-scatter or all-gather: n − 1 ring steps, or ⌈log2 n⌉ with the tree
+// option (§7.4); an all-reduce takes twice as many.
+double steps(const Group& g) {
+  if (!g.tree) return static_cast<double>(g.size - 1);
+  double levels = 0;
+  for (std::int64_t reach = 1; reach < g.size; reach *= 2) ++levels;
+  return levels;
+}
+}  // namespace
+
 double all_reduce(const Group& g, double S) {
   if (g.size <= 1 || S <= 0) return 0;
   const double n = static_cast<double>(g.size);
-  return 2 * (n - 1) * g.alpha + 2 * (n - 1) / n * S / g.ring_bandwidth;
+  return 2 * steps(g) * g.alpha + 2 * (n - 1) / n * S / g.ring_bandwidth;
 }
 
 double reduce_scatter(const Group& g, double S) {
   if (g.size <= 1 || S <= 0) return 0;
   const double n = static_cast<double>(g.size);
-  return (n - 1) * g.alpha + (n - 1) / n * S / g.ring_bandwidth;
+  return steps(g) * g.alpha + (n - 1) / n * S / g.ring_bandwidth;
 }
 
 double all_gather(const Group& g, double S) { return reduce_scatter(g, S); }

@@ -14,10 +14,12 @@ struct Group {
   std::int64_t per_node = 1;  // n_in
   double ring_bandwidth = 0;  // B_eff
   double alpha = 0;           // latency per ring step
+  bool tree = false;          // latency_model = tree: ⌈log2 n_g⌉ latency steps instead of n_g − 1
 };
 
 // The group of `size` ranks with stride `stride` on `device`'s nodes.
-Group make_group(const Device& device, std::int64_t stride, std::int64_t size);
+// `tree`: §7.4's option latency_model = tree (NCCL's choice for very large groups).
+Group make_group(const Device& device, std::int64_t stride, std::int64_t size, bool tree = false);
 
 // Each member's full buffer `S` (bytes); a group of one, or 0 bytes, costs 0 (ruling 8).
 double all_reduce(const Group& g, double bytes);

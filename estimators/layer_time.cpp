@@ -64,6 +64,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
   const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
   const LayerFlops flops = layer_flops(m, ffn, b * seq, seq, b, rho);
   const double shards = static_cast<double>(s.tp * s.cp);  // §7.3: every op split over tp·cp
+  const bool tree = o.latency_tree;
 
   double att_proj_f = 0, ffn_proj_f = 0, up_f = 0;
   for (std::size_t i = 0; i < flops.count; ++i) {
@@ -113,7 +114,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
   const double n_cp = b * seq / static_cast<double>(s.cp);
   // TP/SP (§7.5): activation buffers S_tp = n_cp·h·β_a.
   if (s.tp > 1) {
-    const Group tp = make_group(d, 1, s.tp);
+    const Group tp = make_group(d, 1, s.tp, tree);
     const double S = n_cp * h * beta_a;
     double forward;
     if (s.sp) {
@@ -136,7 +137,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
     const double d_qk = static_cast<double>(m.qk_head_dim()), d_v = static_cast<double>(m.v_dim());
     double fwd = 0, bwd = 0;
     if (s.cp_algo == CpAlgo::allgather) {
-      const Group g = make_group(d, s.tp, s.cp);
+      const Group g = make_group(d, s.tp, s.cp, tree);
       const double S_ag = b * seq * kv_tp * (d_qk + d_v) * beta_a;
       fwd = all_gather(g, S_ag);
       bwd = reduce_scatter(g, S_ag);
@@ -144,7 +145,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
       const std::int64_t cp_u = s.cp_algo == CpAlgo::ring ? 1 : s.cp_u;
       const std::int64_t cp_r = s.cp / cp_u;
       if (cp_u > 1) {
-        const Group g = make_group(d, s.tp, cp_u);
+        const Group g = make_group(d, s.tp, cp_u, tree);
         const double S_qkv = n_cp * (a_tp * d_qk + kv_tp * d_qk + kv_tp * d_v) * beta_a;
         const double S_o = n_cp * a_tp * d_v * beta_a;
         fwd += all_to_all(g, d, S_qkv) + all_to_all(g, d, S_o);
@@ -170,7 +171,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
   if (ffn == FfnKind::moe && (s.ep > 1 || s.etp > 1)) {
     const double n_moe = b * seq / static_cast<double>(s.cp * s.tp);
     const double S_d = n_moe * static_cast<double>(m.top_k) * h * beta_a * rho;
-    const Group ep = make_group(d, s.etp, s.ep);
+    const Group ep = make_group(d, s.etp, s.ep, tree);
     double forward = 2 * all_to_all(ep, d, S_d);
     if (o.ep_dispatch == EpDispatch::node_dedup && !ep.inside_node) {
       // One copy per other node that holds one of the token's k experts: with E/n_nodes experts
@@ -184,7 +185,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
       forward = 2 * node_dedup_all_to_all(ep, d, S_d, remote);
     }
     if (s.etp > 1) {
-      const Group etp = make_group(d, 1, s.etp);
+      const Group etp = make_group(d, 1, s.etp, tree);
       forward += all_gather(etp, static_cast<double>(s.etp) * S_d) + reduce_scatter(etp, static_cast<double>(s.etp) * S_d);
     }
     forward *= 1 - o.ep_overlap;  // §7.6: ω_ep hidden

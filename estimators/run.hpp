@@ -108,6 +108,7 @@ struct RunOptions {
   // (Megatron's overlap_p2p_comm), DualPipeV's pairing, and the DP/ZeRO windows.
   double tp_overlap = 0, ep_overlap = 0;
   bool cp_overlap = true, pp_overlap = false, dualpipe_overlap = true, dp_overlap = true;
+  bool latency_tree = false;  // §7.4 latency_model: ring (false) or tree
   bool vocab_parallel_loss = true;
   std::int64_t fsdp_prefetch_layers = 1;
   bool overlap_grad_reduce = true;

@@ -192,17 +192,18 @@ void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Mode
   const ComputeSide* side = &side_of(scratch, m, run, d, s, layout);
 
   // Data-parallel groups (§4).
+  const bool tree = run.options.latency_tree;
   const ZeroDivisors z = zero_divisors(s);
-  const Group reduce = make_group(d, s.tp, s.dp * s.cp);
-  const Group shard = make_group(d, s.tp, s.zero >= 1 ? s.shard_group : 1);
+  const Group reduce = make_group(d, s.tp, s.dp * s.cp, tree);
+  const Group shard = make_group(d, s.tp, s.zero >= 1 ? s.shard_group : 1, tree);
   const bool hsdp = s.zero >= 1 && s.shard_group < s.dp * s.cp;
-  const Group replicate = make_group(d, s.tp * s.shard_group, hsdp ? s.dp * s.cp / s.shard_group : 1);
-  const Group expert_reduce = make_group(d, s.etp * s.ep, s.expert_dp());
-  const Group expert_shard = make_group(d, s.etp * s.ep, s.zero >= 1 ? static_cast<std::int64_t>(z.OSe) : 1);
+  const Group replicate = make_group(d, s.tp * s.shard_group, hsdp ? s.dp * s.cp / s.shard_group : 1, tree);
+  const Group expert_reduce = make_group(d, s.etp * s.ep, s.expert_dp(), tree);
+  const Group expert_shard = make_group(d, s.etp * s.ep, s.zero >= 1 ? static_cast<std::int64_t>(z.OSe) : 1, tree);
   const bool reshard = reshards_after_forward(run, s);
   const double table = v_pad * h / tp;
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
-  const Group ends = make_group(d, s.tp * s.cp * s.dp * std::max<std::int64_t>(1, s.pp - 1), 2);
+  const Group ends = make_group(d, s.tp * s.cp * s.dp * std::max<std::int64_t>(1, s.pp - 1), 2, tree);
   const double bucket_group = static_cast<double>(s.zero >= 2 ? s.shard_group : s.dp * s.cp);
   const double bucket_params = std::max(40e6, 1e6 * bucket_group);
   const Precision& pr = run.precision;

@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include "estimator_fixture.hpp"
+#include "estimators/collectives.hpp"
 #include "estimators/layer_time.hpp"
 #include "estimators/step_time.hpp"
 
@@ -148,4 +149,26 @@ TEST_CASE("DeepEP-style dispatch sends a token once per other node holding its e
   const double in_node = layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep;
   one.run.options.ep_dispatch = EpDispatch::node_dedup;
   CHECK(layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep == in_node);
+}
+
+TEST_CASE("latency_model tree counts ⌈log2 n⌉ latency steps (§7.4)") {
+  // 64 ranks with stride 1 span 8 nodes: α_inter = 5 µs per step. An all-reduce's ring has
+  // 2·63 steps, the tree 2·6; a reduce-scatter 63 and 6. 5 ranks do not tile a node of 8, so
+  // their group crosses nodes (α 5 µs): ring 4 steps, tree ⌈log2 5⌉ = 3.
+  const auto c = make_case("llama-3.1-8b", 64, 8192, 64, "dp=64,zero=0,mbs=1");
+  const Device& d = c.cluster.device;
+  const double S = 1e9;
+  CHECK(all_reduce(make_group(d, 1, 64, false), S) - all_reduce(make_group(d, 1, 64, true), S) ==
+        doctest::Approx(2 * 57 * 5e-6).epsilon(1e-9));
+  CHECK(reduce_scatter(make_group(d, 1, 64, false), S) - reduce_scatter(make_group(d, 1, 64, true), S) ==
+        doctest::Approx(57 * 5e-6).epsilon(1e-9));
+  CHECK(reduce_scatter(make_group(d, 1, 5, false), S) - reduce_scatter(make_group(d, 1, 5, true), S) ==
+        doctest::Approx(1 * 5e-6).epsilon(1e-9));
+  // Through the run option: the DP reduction of a 64-way ZeRO-0 run gets shorter.
+  auto tree = c;
+  tree.run.options.latency_tree = true;
+  tree.run.options.dp_overlap = false;
+  auto ring = c;
+  ring.run.options.dp_overlap = false;
+  CHECK(timing(tree).comm_dp < timing(ring).comm_dp);
 }
