@@ -153,7 +153,12 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
       }
       if (cp_r > 1) {
         const GroupPlacement ring = place_group(s.tp * cp_u, cp_r, d.devices_per_node);
-        const double S_kv = b * (seq / static_cast<double>(cp_r)) * (kv_tp / static_cast<double>(cp_u)) * (d_qk + d_v) * beta_a;
+        // MLA passes the decompressed per-head K and V, or with mla_cp_latent the compressed latent
+        // and the shared rotary key (§7.5).
+        const double width = m.attention == AttentionKind::mla && o.mla_cp_latent
+                                 ? static_cast<double>(m.kv_lora_rank + m.qk_rope_dim)
+                                 : (kv_tp / static_cast<double>(cp_u)) * (d_qk + d_v);
+        const double S_kv = b * (seq / static_cast<double>(cp_r)) * width * beta_a;
         const double hops = static_cast<double>(cp_r - 1);
         const double hide = hops / static_cast<double>(cp_r);
         const double core_b = kernel_time(d, eta.core, core_backward_ratio(run) * flops_core(flops) / shards);

@@ -109,6 +109,7 @@ struct RunOptions {
   double tp_overlap = 0, ep_overlap = 0;
   bool cp_overlap = true, pp_overlap = false, dualpipe_overlap = true, dp_overlap = true;
   bool latency_tree = false;  // §7.4 latency_model: ring (false) or tree
+  bool mla_cp_latent = false;  // §7.5: the CP ring passes MLA's compressed latent
   bool vocab_parallel_loss = true;
   std::int64_t fsdp_prefetch_layers = 1;
   bool overlap_grad_reduce = true;

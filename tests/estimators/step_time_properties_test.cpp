@@ -172,3 +172,17 @@ TEST_CASE("latency_model tree counts ⌈log2 n⌉ latency steps (§7.4)") {
   ring.run.options.dp_overlap = false;
   CHECK(timing(tree).comm_dp < timing(ring).comm_dp);
 }
+
+TEST_CASE("mla_cp_latent: the CP ring passes MLA's compressed latent (§7.5)") {
+  // DeepSeek-V3, tp 1, cp 2 ring inside a node, b 1, s 4096, the ring exposed (cp_overlap off):
+  // one hop forward of S_kv and one of 2·S_kv backward, each α_intra + S/(0.7·450e9).
+  // Decompressed: S_kv = 2048 tokens · 128 heads · (192 + 128) · 2 B = 167,772,160;
+  // latent: 2048 · (512 + 64) · 2 B = 2,359,296.
+  auto c = make_case("deepseek-v3", 2, 4096, 1, "cp=2,cp_algo=ring,mbs=1");
+  c.run.options.cp_overlap = false;
+  const double full = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense).cp;
+  CHECK(full == doctest::Approx(4e-6 + 3 * 167772160.0 / 315e9).epsilon(1e-9));
+  c.run.options.mla_cp_latent = true;
+  const double latent = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense).cp;
+  CHECK(latent == doctest::Approx(4e-6 + 3 * 2359296.0 / 315e9).epsilon(1e-9));
+}
