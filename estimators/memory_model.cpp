@@ -268,7 +268,7 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
   const double tp = static_cast<double>(s.tp);
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
   const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
-  const ZeroDivisors z = zero_divisors(s);
+  const ZeroDivisors z = zero_divisors(s, run);
   const bool reshard = reshards_after_forward(run, s);
   const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
   const bool gather_per_layer = s.zero == 3 && reshard;

@@ -2,12 +2,14 @@
 
 namespace meshfit {
 
-ZeroDivisors zero_divisors(const Strategy& s) {
+ZeroDivisors zero_divisors(const Strategy& s, const Run& run) {
   ZeroDivisors z;
   if (s.zero == 0) return z;
   const double G = static_cast<double>(s.shard_group);
-  // G_e = G·tp/(ep·etp): the routed experts' shard group (§3.1).
-  const double Ge = static_cast<double>(s.shard_group * s.tp) / static_cast<double>(s.ep * s.etp);
+  // G_e = G·tp/(ep·etp): the routed experts' shard group (§3.1), unless the run sets it.
+  const double Ge = run.options.expert_shard_group
+                        ? static_cast<double>(*run.options.expert_shard_group)
+                        : static_cast<double>(s.shard_group * s.tp) / static_cast<double>(s.ep * s.etp);
   z.OS = G;
   z.OSe = Ge;
   if (s.zero >= 2) {

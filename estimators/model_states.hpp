@@ -16,7 +16,8 @@ struct ZeroDivisors {
   double P = 1, G = 1, OS = 1;      // Z_P, Z_G, Z_OS
   double Pe = 1, Ge = 1, OSe = 1;   // Z_P,e, Z_G,e, Z_OS,e
 };
-ZeroDivisors zero_divisors(const Strategy& s);
+// `run`'s expert_shard_group, when set, is G_e.
+ZeroDivisors zero_divisors(const Strategy& s, const Run& run);
 
 // Parameters one rank holds of one layer (§4.9): ne = P_ne,split/tp + P_ne,repl, etc.
 struct RankParams {

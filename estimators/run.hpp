@@ -110,6 +110,8 @@ struct RunOptions {
   bool cp_overlap = true, pp_overlap = false, dualpipe_overlap = true, dp_overlap = true;
   bool latency_tree = false;  // §7.4 latency_model: ring (false) or tree
   bool mla_cp_latent = false;  // §7.5: the CP ring passes MLA's compressed latent
+  // memory-model.md §3.1: the routed experts' shard group G_e, instead of G·tp/(ep·etp).
+  std::optional<std::int64_t> expert_shard_group;
   bool vocab_parallel_loss = true;
   std::int64_t fsdp_prefetch_layers = 1;
   bool overlap_grad_reduce = true;

@@ -193,7 +193,7 @@ void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Mode
 
   // Data-parallel groups (§4).
   const bool tree = run.options.latency_tree;
-  const ZeroDivisors z = zero_divisors(s);
+  const ZeroDivisors z = zero_divisors(s, run);
   const Group reduce = make_group(d, s.tp, s.dp * s.cp, tree);
   const Group shard = make_group(d, s.tp, s.zero >= 1 ? s.shard_group : 1, tree);
   const bool hsdp = s.zero >= 1 && s.shard_group < s.dp * s.cp;

@@ -82,6 +82,13 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
     case HardRule::H15: return !moe || m.experts % s.ep == 0;
     case HardRule::H16: {
       if (!moe) return true;
+      // memory-model.md §3.1: the run option expert_shard_group replaces G_e = G·tp/(ep·etp) and
+      // must divide the expert data-parallel group.
+      if (const auto& Ge = run.options.expert_shard_group; Ge && s.zero >= 1) {
+        const bool grid = run.profile.expert_rule == ExpertRule::torchtitan ? s.etp == 1 && s.stage_ranks() % s.ep == 0
+                                                                           : s.stage_ranks() % (s.ep * s.etp) == 0;
+        return grid && s.expert_dp() % *Ge == 0;
+      }
       if (run.profile.expert_rule == ExpertRule::torchtitan) {
         const std::int64_t G = s.zero >= 1 ? s.shard_group : s.dp * s.cp;
         return s.etp == 1 && (G * s.tp) % s.ep == 0;
@@ -173,6 +180,11 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H15:
       return "H15: ep " + to_string(s.ep) + " must divide the " + to_string(m.experts) + " routed experts";
     case HardRule::H16:
+      if (run.options.expert_shard_group && s.zero >= 1) {
+        return "H16: ep·etp = " + to_string(s.ep * s.etp) + " must divide dp·cp·tp = " + to_string(s.stage_ranks()) +
+               " and expert_shard_group " + to_string(*run.options.expert_shard_group) +
+               " must divide the expert data-parallel group dp·cp·tp/(ep·etp)";
+      }
       return "H16: ep·etp = " + to_string(s.ep * s.etp) + " must divide dp·cp·tp = " + to_string(s.stage_ranks()) +
              " and, with ZeRO, shard_group·tp = " + to_string(s.shard_group * s.tp) +
              (run.profile.expert_rule == ExpertRule::torchtitan ? " (torchtitan: etp = 1)" : "");

@@ -33,7 +33,7 @@ double zero_bytes_per_param(int z, double nd) {
   s.shard_group = nd > 1 && z >= 1 ? s.dp : 1;
   RankParams one;
   one.non_expert = 1;
-  return model_states(one, zero_divisors(s), run, false, false).total();
+  return model_states(one, zero_divisors(s, run), run, false, false).total();
 }
 
 Results zero_states(const Inputs& in) {
@@ -58,7 +58,7 @@ Results gpt2_model_states(const Inputs& in) {
   const Run run = make_run(f, false);
   RankParams p;
   p.non_expert = in.at("Psi");
-  const ModelStates st = model_states(p, zero_divisors(Strategy{}), run, false, false);
+  const ModelStates st = model_states(p, zero_divisors(Strategy{}, run), run, false, false);
   return {{"fp16_weights", st.weights / 1e9}, {"model_states", st.total() / 1e9}};
 }
 

@@ -29,7 +29,7 @@ TEST_CASE("EX1: ZeRO model states of 7.5 B parameters on 64 GPUs (deepspeed_fp16
     s.dp = 64;
     s.zero = r.z;
     s.shard_group = r.z >= 1 ? 64 : 1;
-    const ModelStates st = model_states(psi, zero_divisors(s), run, false, false);
+    const ModelStates st = model_states(psi, zero_divisors(s, run), run, false, false);
     CHECK_BYTES(st.weights, r.w);
     CHECK_BYTES(st.grads, r.g);
     CHECK_BYTES(st.optimizer, r.o);

@@ -116,3 +116,17 @@ TEST_CASE("the estimate is the same from every thread") {
   tbb::parallel_for(std::size_t{0}, peaks.size(), [&](std::size_t k) { peaks[k] = test::estimate(c).peak; });
   for (double p : peaks) CHECK(p == ref.peak);
 }
+
+TEST_CASE("the run option expert_shard_group replaces G_e (§3.1) and must divide edp") {
+  // Mixtral-8x7B, dp 64, ep 8, ZeRO-1: G_e = 64·1/8 = 8. Per rank each layer holds one expert,
+  // 3·4096·14336 = 176,160,768 routed parameters; 32 layers: 5,637,144,576. Sharding their
+  // 12 optimizer bytes over 4 instead of 8 adds 5,637,144,576·12·(1/4 − 1/8) = 8,455,716,864 bytes.
+  auto c = make_case("mixtral-8x7b", 64, 4096, 64, "dp=64,ep=8,zero=1,mbs=1");
+  const double by_default = test::estimate(c).stages[0].optimizer;
+  c.run.options.expert_shard_group = 4;
+  CHECK_BYTES(test::estimate(c).stages[0].optimizer - by_default, 8'455'716'864.0);
+  // 3 does not divide edp = 8: H16 names the option.
+  c.run.options.expert_shard_group = 3;
+  CHECK_FALSE(rule_holds(HardRule::H16, c.model, c.run, c.cluster, c.strategy));
+  CHECK(explain_rule(HardRule::H16, c.model, c.run, c.cluster, c.strategy).find("expert_shard_group 3") != std::string::npos);
+}
