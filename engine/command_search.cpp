@@ -149,7 +149,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   std::string plot_file, report_file, export_best, export_out, search_file;
   std::size_t top = 10;
   int threads = 0;
-  bool no_prune = false;
+  bool no_prune = false, dedupe_ties = false;
   po::options_description desc(
       "Usage: meshfit search --model M --device D --devices N --seq S --global-batch B [pins] [options]\n\n"
       "Enumerates every valid strategy, estimates memory and step time, and prints the Pareto front\n"
@@ -176,6 +176,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       ("top", po::value(&top)->default_value(10), "how many of the fastest fitting strategies to list")
       ("threads", po::value(&threads)->default_value(0), "worker threads (default: all cores)")
       ("no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)")
+      ("dedupe-ties", po::bool_switch(&dedupe_ties), "keep one strategy (the first by key) per exact tie on the front")
       ("plot", po::value(&plot_file), "write an SVG chart of the search: fitting strategies, the front, the budget")
       ("report", po::value(&report_file), "write a self-contained HTML report: inputs, front, chart, stage memory")
       ("export-best", po::value(&export_best), "the fastest fitting strategy for a trainer: megatron, torchtitan, deepspeed or hyperparallel")
@@ -214,6 +215,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
     for (const auto& [policy, on] : file->policies) space.policies.on[static_cast<std::size_t>(policy)] = on;
     if (file->headroom && vm["headroom"].defaulted()) cluster_flags.headroom = *file->headroom;
     if (file->top && vm["top"].defaulted()) top = *file->top;
+    dedupe_ties = dedupe_ties || file->dedupe_ties;
   }
   if (!tp.empty()) p.tp = int_list("--tp", tp);
   if (!cp.empty()) p.cp = int_list("--cp", cp);
@@ -263,6 +265,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   SearchOptions options;
   options.top_k = top;
   options.prune = !no_prune;
+  options.dedupe_ties = dedupe_ties;
   space.weighted_tails = !no_prune;
   options.headroom_bytes = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
   g_stop = false;

@@ -72,7 +72,7 @@ SearchFile load_search_file(const std::string& path) {
   // Aliases first, so that a key given twice (zero and zero_stage) is caught.
   YAML::Node node(YAML::NodeType::Map);
   std::vector<std::string> allowed(std::begin(kDimensionKeys), std::end(kDimensionKeys));
-  for (const char* k : {"policies", "headroom", "top", "run_options"}) allowed.emplace_back(k);
+  for (const char* k : {"policies", "headroom", "top", "dedupe_ties", "run_options"}) allowed.emplace_back(k);
   for (const auto& kv : doc) {
     const std::string key = kv.first.as<std::string>();
     const std::string name = canonical(key);
@@ -135,6 +135,7 @@ SearchFile load_search_file(const std::string& path) {
       f.fail("headroom", "expected a percentage below 100% (10%) or a number of GiB >= 0, got '" + *sf.headroom + "'");
     }
   }
+  sf.dedupe_ties = f.optional_bool("dedupe_ties").value_or(false);
   if (f.has("top")) sf.top = static_cast<std::size_t>(*f.optional_int("top", 1));
   if (f.has("run_options")) {
     sf.run_options = f.raw("run_options");

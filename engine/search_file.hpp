@@ -21,6 +21,7 @@ struct SearchFile {
   std::vector<std::pair<Policy, bool>> policies;  // in file order
   std::optional<std::string> headroom;            // as --headroom takes it: "10%" or GiB
   std::optional<std::size_t> top;
+  bool dedupe_ties = false;
   YAML::Node run_options;                         // null when absent
   std::string source;
 };

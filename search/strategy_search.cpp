@@ -20,7 +20,7 @@ bool score_less(const ScoredStrategy& a, const ScoredStrategy& b) {
   return key_less(a.strategy, b.strategy);
 }
 
-std::vector<ScoredStrategy> pareto_front(std::vector<ScoredStrategy> fitting) {
+std::vector<ScoredStrategy> pareto_front(std::vector<ScoredStrategy> fitting, bool dedupe_ties) {
   std::sort(fitting.begin(), fitting.end(), [](const ScoredStrategy& a, const ScoredStrategy& b) {
     if (a.mem != b.mem) return a.mem < b.mem;
     if (a.time_ns != b.time_ns) return a.time_ns < b.time_ns;
@@ -32,7 +32,7 @@ std::vector<ScoredStrategy> pareto_front(std::vector<ScoredStrategy> fitting) {
     if (x.time_ns < t_best) {
       front.push_back(x);
       t_best = x.time_ns;
-    } else if (x.time_ns == t_best && !front.empty() && x.mem == front.back().mem) {
+    } else if (!dedupe_ties && x.time_ns == t_best && !front.empty() && x.mem == front.back().mem) {
       front.push_back(x);  // an exact tie with the previous front point
     }
   }
@@ -220,7 +220,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
 
   SearchResult r;
   r.budget = budget;
-  r.front = pareto_front(total.front);
+  r.front = pareto_front(total.front, options.dedupe_ties);
   r.top = total.top;
   for (auto& x : r.top) {
     x.dominated = std::none_of(r.front.begin(), r.front.end(), [&](const ScoredStrategy& f) {

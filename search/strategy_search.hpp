@@ -46,13 +46,15 @@ struct SearchOptions {
   // (step_time.hpp) is above the k-th fastest found so far is not estimated, so `fitting` counts
   // only the fitting strategies estimated. With top_k = 1 the fastest found by any thread bounds.
   bool best_only = false;
+  bool dedupe_ties = false;  // §6.3's option: one strategy per exact (memory, time) tie on the front
   const std::atomic<bool>* stop = nullptr;         // set by a signal handler: finish early, marked
   std::function<void(std::size_t, std::size_t)> progress;  // (triples done, triples) from any thread
 };
 
 bool score_less(const ScoredStrategy& a, const ScoredStrategy& b);  // (time, mem, key)
-// §6.3's sweep over fitting strategies: the non-dominated ones, exact ties kept.
-std::vector<ScoredStrategy> pareto_front(std::vector<ScoredStrategy> fitting);
+// §6.3's sweep over fitting strategies: the non-dominated ones, exact ties kept (all of them in
+// key order, or with `dedupe_ties` only the first).
+std::vector<ScoredStrategy> pareto_front(std::vector<ScoredStrategy> fitting, bool dedupe_ties = false);
 
 SearchResult run_search(const SearchSpace& space, const SearchOptions& options);
 

@@ -70,6 +70,11 @@ TEST_CASE("the Pareto front: non-dominated points, exact ties kept, fastest firs
   CHECK(front[1].strategy.tp == 4);
   CHECK(front[2].strategy.tp == 6);
   CHECK(front[3].mem == 10);
+  // dedupe_ties: one of the two (20, 30) points, the first by key (tp 4).
+  const auto deduped = pareto_front({point(20, 40, 1), point(10, 50, 2), point(30, 10, 3), point(20, 30, 4),
+                                     point(40, 10, 5), point(20, 30, 6)}, true);
+  REQUIRE(deduped.size() == 3);
+  CHECK(deduped[1].strategy.tp == 4);
 }
 
 TEST_CASE("pruning on the micro-batch size and on ZeRO settings whose states overflow changes nothing (many small spaces)") {
