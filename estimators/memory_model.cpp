@@ -129,6 +129,7 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, const Mo
     a.full_layers.assign(n_chunks, {0, 0});
     a.full_kept.assign(n_chunks, 0.0);
     a.has_moe = false;
+    a.last_layer_kind = -1;
     double tr_attn = 0;
     std::int64_t position = 0;  // candidates in the order the one-pass scan meets them
     std::int64_t seed_last_vstage = -1;
@@ -168,6 +169,7 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, const Mo
         }
         A += count * act.kept;
         a.parts.emplace_back(kind_index == 1 ? Part::moe_layer : Part::dense_layer, count);
+        a.last_layer_kind = kind_index;
         runs.push_back({act.kept, act.working, index, n, kind_index, mode == Recompute::full});
         tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
       }
@@ -345,6 +347,18 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
     st.grads = states.grads;
     st.optimizer = states.optimizer;
     st.gathered = states.gathered;
+    if (gather_per_layer && run.profile.fsdp_root_and_last_block_unsharded) {
+      // FSDP2 never reshards the root module after forward (its backward starts at once), and
+      // torchtitan leaves the last block unsharded for the same reason: the stage's tables, final
+      // norm and last body layer stay gathered from the forward through the backward.
+      double held = a.last_layer_kind >= 0 ? side.params[static_cast<std::size_t>(a.last_layer_kind)].total() : 0;
+      for (const auto& [part, times] : a.parts) {
+        if (part == Part::embedding) held += embedding_table.total();
+        if (part == Part::vocab) held += vocab_table.total();
+        if (part == Part::final_norm) held += final_norm.total();
+      }
+      st.gathered += run.precision.beta_gather * held;
+    }
     st.fp8_cache = states.fp8_cache;
     // Ruling 10: with deferred gradient sync the stage holds every gradient unsharded, in the
     // reduce dtype (β_gcomm), from its first backward to the last reduce-scatter of the step.

@@ -49,6 +49,7 @@ struct StageActivations {
   std::vector<std::array<std::int64_t, 2>> full_layers;    // fully recomputed layers per chunk and kind
   std::vector<double> full_kept;                           // K_1 of a full layer per chunk
   bool has_moe = false;
+  int last_layer_kind = -1;  // the stage's last body layer (0 dense, 1 MoE), -1 with none
 };
 
 // The activation side of one strategy: the same for every (z, G).

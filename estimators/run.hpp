@@ -51,6 +51,9 @@ struct FrameworkProfile {
   // The output projection keeps its TP-gathered (full-sequence) input for its backward, as
   // DTensor's ColwiseParallel does, rather than the SP shard Megatron re-gathers.
   bool output_saves_gathered_input = false;
+  // ZeRO-3 with resharding: the root module's parameters (tables, final norm) and the last
+  // block's stay gathered through forward and backward (FSDP2's root rule, torchtitan's last block).
+  bool fsdp_root_and_last_block_unsharded = false;
   // Kernel efficiency of the framework's kernels beyond η_fw (search-and-time.md §7.3, §7.11),
   // calibrated on measured throughput (data/frameworks/*.yaml says on which cases):
   double eta_core = 1.0;          // attention-core kernels relative to GEMMs (FlashAttention-2 via SDPA < cuBLAS)

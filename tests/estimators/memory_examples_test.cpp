@@ -74,6 +74,18 @@ TEST_CASE("EX3: Llama-3.1-8B, FSDP over 8 GPUs, full recompute (torchtitan)") {
   // per logit (measured cases tt2412-t2-*); the spec's example uses §2.4's default of 6.
   CHECK(c.run.options.loss_transient_bytes == 8);
   c.run.options.loss_transient_bytes = 6;
+  // Second departure: the profile keeps FSDP2's root (embedding, final norm, output) and
+  // torchtitan's last block gathered (measured cases tt2412-t1..t4); the spec's example reshards
+  // them. With it, 2 bytes × (525,336,576 + 4,096 + 525,336,576 + 218,112,000 of the last layer)
+  // = 2,537,578,496 more bytes gathered, allocated and (×1.1) reserved.
+  CHECK(c.run.profile.fsdp_root_and_last_block_unsharded);
+  {
+    const MemoryReport held = test::estimate(c);
+    CHECK_BYTES(held.stages[0].gathered, 2'537'578'496);
+    CHECK_BYTES(held.stages[0].allocated, 28'849'020'928.0 + 2'537'578'496.0);
+    CHECK_BYTES(held.stages[0].reserved, (28'849'020'928.0 + 2'537'578'496.0) * 1.1);
+  }
+  c.run.profile.fsdp_root_and_last_block_unsharded = false;
   const MemoryReport r = test::estimate(c);
   REQUIRE(r.stages.size() == 1);
   const StageMemory& st = r.stages[0];
