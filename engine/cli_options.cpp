@@ -33,7 +33,8 @@ void add_run_options(po::options_description& desc, RunFlags& flags) {
       ("rules", po::value(&flags.rules)->default_value("default"),
        "memory-model rules: default or sapp-nd (the seed-compatible profile)")
       ("recompute-switches", po::value<std::string>(),
-       "what selective recompute keeps: megatron_core_attn (default), hyperparallel or torchtitan_op")
+       "what selective recompute keeps: megatron_core_attn (default), hyperparallel, torchtitan_op, "
+       "mindformers or mindformers_select_comm")
       ("run-options", po::value<std::string>(),
        "YAML file of run options (memory-model spec §2.4 and §5.1 names: layers_per_vstage, fp8_saved_matmul_inputs, ...)");
 }

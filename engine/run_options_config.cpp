@@ -18,11 +18,14 @@ void apply_recompute_switches(const YAML::Node& value, const std::string& source
     o.selective_policy = SelectivePolicy::switches;
     if (name == "megatron_core_attn") o.switches = RecomputeSwitches::megatron_core_attn();
     else if (name == "hyperparallel") o.switches = RecomputeSwitches::hyperparallel();
+    else if (name == "mindformers") o.switches = RecomputeSwitches::mindformers(false);
+    else if (name == "mindformers_select_comm") o.switches = RecomputeSwitches::mindformers(true);
     else if (name == "torchtitan_op") {
       o.switches = RecomputeSwitches::hyperparallel();  // for layers the SAC record does not cover
       o.selective_policy = SelectivePolicy::torchtitan_op_sac;
     } else {
-      throw InputError(source, field, "expected megatron_core_attn, hyperparallel, torchtitan_op or a map of switches, got '" + name + "'");
+      throw InputError(source, field, "expected megatron_core_attn, hyperparallel, torchtitan_op, mindformers, "
+                                      "mindformers_select_comm or a map of switches, got '" + name + "'");
     }
     return;
   }

@@ -4,9 +4,17 @@
 
 namespace meshfit {
 
+RecomputeSwitches switches_for(const Run& run, const Strategy& s) {
+  const RecomputeSwitches& set = run.options.switches;
+  if (set.rule == RecomputeSwitches::Rule::fixed) return set;
+  const bool fa = run.flash_attention, sp = s.sigma() > 1;
+  RecomputeSwitches sw{!(!fa && sp), true, fa, true, !fa, !sp, !(set.select_comm && sp), !sp};
+  return sw;
+}
+
 CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, double g_kv) {
   const double sigma = static_cast<double>(s.sigma()), tp = static_cast<double>(s.tp);
-  const RecomputeSwitches& sw = run.options.switches;
+  const RecomputeSwitches sw = switches_for(run, s);
   CensusPerToken t;
   t.kept_plain = c.saved_total() / sigma + c.saved_tp_total() / tp + g_kv;
   t.held = c.working / sigma + c.working_tp / tp + g_kv;
@@ -28,7 +36,7 @@ CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, dou
 CensusPerToken per_token_measured(const MeasuredCensus& mc, const CensusPerToken& analytic, const Run& run,
                                   const Strategy& s, double g_kv) {
   const double sigma = static_cast<double>(s.sigma()), tp = static_cast<double>(s.tp);
-  const RecomputeSwitches& sw = run.options.switches;
+  const RecomputeSwitches sw = switches_for(run, s);
   CensusPerToken t;
   t.kept_plain = mc.saved / sigma + mc.saved_tp / tp + g_kv;
   t.held = mc.working / sigma + mc.working_tp / tp + g_kv;

@@ -13,6 +13,12 @@ struct LayerActivation {
 };
 
 // Per-token figures of one census under a strategy (§7.2), shared by every layer of the kind.
+// The selective switches in force for `s`: the run's set, or the mindformers preset resolved with
+// sel = 1 (the switches only act under selective recompute), fa = flash attention and SP > 1
+// (memory-model.md §7.5's table: attBMM ¬(¬fa ∧ sp), softmax fa, headCast ¬fa, normOp ¬sp,
+// gather ¬(sel_comm ∧ sp), ffAct ¬sp, the rest kept).
+RecomputeSwitches switches_for(const Run& run, const Strategy& s);
+
 struct CensusPerToken {
   double kept_plain = 0;  // saved/σ + saved_tp/tp + g_kv
   double kept_sel = 0;    // the kept ops of a selective layer (rule 2 of §7.2)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "estimators/collectives.hpp"
+#include "estimators/layer_activations.hpp"
 #include "estimators/rank_layout.hpp"
 
 namespace meshfit {
@@ -49,9 +50,8 @@ double elementwise_bytes(const Model& m, const Run& run, const Strategy& s, FfnK
 double core_backward_ratio(const Run& run) { return run.flash_attention ? 2.5 : 2.0; }
 
 // §7.2's selective recompute: what the layer's switch set recomputes.
-bool runs_hyperparallel(const Run& run) {
-  return run.options.selective_policy == SelectivePolicy::torchtitan_op_sac ||
-         run.options.switches == RecomputeSwitches::hyperparallel();
+bool runs_hyperparallel(const Run& run, const RecomputeSwitches& sw) {
+  return run.options.selective_policy == SelectivePolicy::torchtitan_op_sac || sw == RecomputeSwitches::hyperparallel();
 }
 
 }  // namespace
@@ -98,10 +98,10 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
   // Recompute (§7.2): full repeats the forward; selective repeats what its switches drop.
   t.recompute[static_cast<int>(Recompute::full)] = t.forward;
   const int sel = static_cast<int>(Recompute::selective);
-  if (runs_hyperparallel(run)) {
+  const RecomputeSwitches sw = switches_for(run, s);
+  if (runs_hyperparallel(run, sw)) {
     t.recompute[sel] = 0.5 * att_proj_f + 0.5 * ffn_proj_f;  // every other matmul; core outputs saved
   } else {
-    const RecomputeSwitches& sw = o.switches;
     if (!sw.softmax || !sw.attBMM) {
       t.recompute[sel] += t.core_forward;
       t.recompute_repeats_cp[sel] = true;

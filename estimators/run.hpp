@@ -72,9 +72,19 @@ struct FrameworkProfile {
 struct RecomputeSwitches {
   bool attBMM = true, attUp = true, softmax = false, dropout = true, headCast = false,
        normOp = true, gather = true, ffAct = true;  // megatron_core_attn, the default
+  // The mindformers preset's switches depend on flash attention and SP (resolved per strategy by
+  // switches_for, layer_activations.hpp); `select_comm` is its select_comm_recompute.
+  enum class Rule : std::uint8_t { fixed, mindformers } rule = Rule::fixed;
+  bool select_comm = false;
   static RecomputeSwitches megatron_core_attn() { return {}; }
   static RecomputeSwitches hyperparallel() {
     return {true, true, false, false, false, false, false, false};
+  }
+  static RecomputeSwitches mindformers(bool select_comm) {
+    RecomputeSwitches sw;
+    sw.rule = Rule::mindformers;
+    sw.select_comm = select_comm;
+    return sw;
   }
   bool operator==(const RecomputeSwitches&) const = default;
 };

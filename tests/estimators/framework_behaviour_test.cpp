@@ -88,3 +88,20 @@ TEST_CASE("grad_clip_model: seed under the default rules, each part scaled once 
   const double diff = test::estimate(on).stages[0].activations - test::estimate(off).stages[0].activations;
   CHECK_BYTES(diff, 32.0 * (109'056'000 - 33'554'432));
 }
+
+TEST_CASE("the mindformers switch preset follows flash attention and SP (§7.5)") {
+  // Llama-3.1-8B with flash attention. Against megatron_core_attn, mindformers keeps the
+  // log-sum-exp (softmax: 4·32 bytes, TP-split) and, with SP (σ = tp = 2), drops both norms'
+  // inputs (2·4096 each, SP-split) and the activation output (2·14336, TP-split):
+  // 128/2 − 2·8192/2 − 28672/2 = −22,464 bytes per token. Without SP only the log-sum-exp: +128.
+  auto kept = [](const char* strategy, bool mindformers) {
+    auto c = make_case("llama-3.1-8b", 8, 8192, 8, strategy);
+    if (mindformers) c.run.options.switches = RecomputeSwitches::mindformers(false);
+    const Census census = analytic_census(c.model, c.run, c.strategy, FfnKind::dense);
+    return per_token(census, c.run, c.strategy, 0).kept_sel;
+  };
+  const char* sp = "tp=2,sp=true,zero=1,recompute=selective";
+  CHECK(kept(sp, true) - kept(sp, false) == doctest::Approx(-22'464));
+  const char* plain = "dp=8,zero=1,recompute=selective";
+  CHECK(kept(plain, true) - kept(plain, false) == doctest::Approx(128));
+}
