@@ -57,7 +57,7 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
                     "dualpipe_overlap", "dp_overlap", "latency_model", "mla_cp_latent", "expert_shard_group", "fsdp_root_and_last_block_unsharded",
                     "vocab_pad_multiple", "reshard_after_forward", "fsdp_prefetch_layers", "overlap_grad_reduce",
                     "grad_bucket_bytes", "allgather_bucket_bytes", "optimizer_step_temp_bytes_per_param", "grad_clip",
-                    "token_id_bytes", "recompute_switches", "recompute_rest", "offload_optimizer", "layers_per_vstage",
+                    "token_id_bytes", "recompute_switches", "recompute_rest", "offload_optimizer", "layers_per_vstage", "full_layers_per_vstage",
                     "layers_first_stage", "layers_last_stage", "account_embedding", "account_loss",
                     "fp8_weight_cache_bytes", "fp8_saved_matmul_inputs", "fp8_allgather", "defer_grad_sync",
                     "torch_compile", "fp8_linears", "grad_clip_model",
@@ -155,6 +155,7 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   }
   flag("offload_optimizer", o.offload_optimizer);
   if (f.has("layers_per_vstage")) o.layers_per_vstage = f.int_list("layers_per_vstage", 0);
+  if (f.has("full_layers_per_vstage")) o.full_layers_per_vstage = f.int_list("full_layers_per_vstage", 0);
   if (const auto n = f.optional_int("layers_first_stage")) o.layers_first_stage = *n;
   if (const auto n = f.optional_int("layers_last_stage")) o.layers_last_stage = *n;
   flag("account_embedding", o.account_embedding);

@@ -23,6 +23,16 @@ const char* trainer_format_extension(TrainerFormat f) {
 }
 
 TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, const Strategy& s) {
+  // No trainer takes a fully-recomputed-layer count per virtual stage: exporting the plain mode
+  // would recompute other layers than the ones estimated.
+  if (s.recompute == Recompute::full && !run.options.full_layers_per_vstage.empty()) {
+    const char* name = f == TrainerFormat::megatron     ? "megatron"
+                       : f == TrainerFormat::torchtitan ? "torchtitan"
+                       : f == TrainerFormat::deepspeed  ? "deepspeed"
+                                                        : "hyperparallel";
+    throw ExportError(std::string(name) + " cannot express this strategy: full_layers_per_vstage (fully recomputed layers per virtual stage) has no "
+                      "trainer setting; use recompute_layers (per stage) instead");
+  }
   switch (f) {
     case TrainerFormat::megatron: return megatron_args(m, run, s);
     case TrainerFormat::torchtitan: return torchtitan_toml(m, run, s);

@@ -75,6 +75,18 @@ bool layout_counts_valid(const Model& m, const Run& run, const Strategy& s) {
   const std::int64_t slots = total_slots(m, run);
   const std::int64_t nv = s.virtual_stages();
   if (nv < 1 || nv > slots) return false;
+  // full_layers_per_vstage (§5.4): one count per virtual stage, none above its layers. Checked
+  // whatever the recompute mode (no validity rule reads the mode), applied under full recompute.
+  const auto& full = run.options.full_layers_per_vstage;
+  if (!full.empty()) {
+    if (static_cast<std::int64_t>(full.size()) != nv) return false;
+    for (std::int64_t u = 0; u < nv; ++u) {
+      std::int64_t body = vstage_slots(run, s, slots, u);
+      if (u == 0 && run.options.account_embedding) --body;
+      if (u == nv - 1 && run.options.account_loss) --body;
+      if (full[static_cast<std::size_t>(u)] < 0 || full[static_cast<std::size_t>(u)] > body) return false;
+    }
+  }
   // Rule 3 alone gives every virtual stage at least one slot, so no body count is negative.
   if (run.options.layers_per_vstage.empty() && !uses_stage_counts(run)) return true;
   const auto& list = run.options.layers_per_vstage;
@@ -107,7 +119,7 @@ bool update_layout_key(LayoutKey& key, const Model& m, const Run& run, const Str
   if (key.layers == m.layers && key.first_stage == o.layers_first_stage && key.last_stage == o.layers_last_stage &&
       key.pp == s.pp && key.vpp == s.vpp && key.recompute_layers == n_rc &&
       key.account_embedding == o.account_embedding && key.account_loss == o.account_loss && key.full == full &&
-      key.schedule == s.schedule && key.per_vstage == o.layers_per_vstage) {
+      key.schedule == s.schedule && key.per_vstage == o.layers_per_vstage && key.full_per_vstage == o.full_layers_per_vstage) {
     return false;
   }
   key.layers = m.layers;
@@ -121,6 +133,7 @@ bool update_layout_key(LayoutKey& key, const Model& m, const Run& run, const Str
   key.full = full;
   key.schedule = s.schedule;
   key.per_vstage = o.layers_per_vstage;
+  key.full_per_vstage = o.full_layers_per_vstage;
   return true;
 }
 
@@ -159,7 +172,9 @@ void make_layout_into(PipelineLayout& layout, const Model& m, const Run& run, co
   // in chunk c, capped at the chunk's layers; the first layers of each chunk.
   if (s.recompute == Recompute::full) {
     for (auto& v : layout.vstages) {
-      if (s.recompute_layers == 0) {
+      if (!run.options.full_layers_per_vstage.empty()) {  // the run's own count per virtual stage
+        v.full_recompute = std::min(v.layers, run.options.full_layers_per_vstage[static_cast<std::size_t>(&v - layout.vstages.data())]);
+      } else if (s.recompute_layers == 0) {
         v.full_recompute = v.layers;
       } else {
         const std::int64_t stage_n = layout.stage_layers(v.stage);

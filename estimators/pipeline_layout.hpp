@@ -38,7 +38,7 @@ struct LayoutKey {
   std::int64_t layers = -1, first_stage = 0, last_stage = 0, pp = 0, vpp = 0, recompute_layers = 0;
   bool account_embedding = false, account_loss = false, full = false;
   Schedule schedule = Schedule::none;
-  std::vector<std::int64_t> per_vstage;
+  std::vector<std::int64_t> per_vstage, full_per_vstage;
   bool operator==(const LayoutKey&) const = default;
 };
 // Sets `key` to (model, run, s)'s; false when it already was (the layout made from it stands).

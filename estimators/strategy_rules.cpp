@@ -171,7 +171,7 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H12:
       return "H12: pp·vpp = " + to_string(s.pp * s.vpp) + " virtual stages exceed the " + to_string(m.layers) +
              " layers";
-    case HardRule::H12b: return "H12b: layers_per_vstage must have pp·vpp non-negative entries summing to the layers, and first/last stage counts must leave an exact split with at least vpp layers per stage";
+    case HardRule::H12b: return "H12b: layers_per_vstage must have pp·vpp non-negative entries summing to the layers, first/last stage counts must leave an exact split with at least vpp layers per stage, and full_layers_per_vstage must have pp·vpp entries none above its virtual stage's layers";
     case HardRule::H13: return "H13: vpp >= 2 needs pp >= 2";
     case HardRule::H14:
       return std::string("H14: schedule ") + to_string(s.schedule) + " does not match pp " + to_string(s.pp) +

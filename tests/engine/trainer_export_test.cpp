@@ -109,6 +109,11 @@ TEST_CASE("export: what a trainer cannot express is an error that says why (exit
   const auto gpipe = run(export_args("llama-3.1-8b", "16", "8192", "64", "megatron", "pp=2,schedule=gpipe"));
   CHECK(gpipe.code == 2);
   CHECK(has(gpipe.err, "GPipe"));
+  auto per_vstage = export_args("llama-3.1-70b", "64", "8192", "64", "megatron", "tp=8,sp=true,pp=4,dp=2,zero=1,recompute=full,mbs=1");
+  per_vstage.insert(per_vstage.end(), {"--run-options", meshfit::test::data_path("run-options/full-per-vstage.yaml")});
+  const auto listed = run(per_vstage);
+  CHECK(listed.code == 2);
+  CHECK(has(listed.err, "megatron cannot express this strategy: full_layers_per_vstage"));
   const auto unknown = run(export_args("llama-3.1-8b", "16", "8192", "64", "nemo", "tp=2"));
   CHECK(unknown.code == 2);
   CHECK(has(unknown.err, "--to"));

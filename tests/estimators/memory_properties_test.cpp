@@ -130,3 +130,26 @@ TEST_CASE("the run option expert_shard_group replaces G_e (§3.1) and must divid
   CHECK_FALSE(rule_holds(HardRule::H16, c.model, c.run, c.cluster, c.strategy));
   CHECK(explain_rule(HardRule::H16, c.model, c.run, c.cluster, c.strategy).find("expert_shard_group 3") != std::string::npos);
 }
+
+TEST_CASE("full_layers_per_vstage sets each virtual stage's fully recomputed layers (§5.4)") {
+  // Llama-3.1-70B, pp 4 (20 layers each): [20, 5, 0, 0]. Stage 0 is then exactly full recompute,
+  // stages 2 and 3 exactly recompute none; stage 1 recomputes 5 of its 20.
+  const char* s = "tp=8,sp=true,pp=4,dp=2,zero=1,recompute=full,mbs=1";
+  auto c = make_case("llama-3.1-70b", 64, 8192, 64, s);
+  c.run.options.full_layers_per_vstage = {20, 5, 0, 0};
+  const MemoryReport mixed = test::estimate(c);
+  const MemoryReport full = test::estimate(make_case("llama-3.1-70b", 64, 8192, 64, s));
+  const MemoryReport none = test::estimate(make_case("llama-3.1-70b", 64, 8192, 64, "tp=8,sp=true,pp=4,dp=2,zero=1,recompute=none,mbs=1"));
+  CHECK(mixed.stages[0].full_recompute == 20);
+  CHECK(mixed.stages[1].full_recompute == 5);
+  CHECK(mixed.stages[2].full_recompute == 0);
+  CHECK(mixed.stages[0].activations == full.stages[0].activations);
+  CHECK(mixed.stages[2].activations == none.stages[2].activations);
+  CHECK(mixed.stages[1].activations > full.stages[1].activations);
+  CHECK(mixed.stages[1].activations < none.stages[1].activations);
+  // A count above a virtual stage's layers, or a list of the wrong length, breaks H12b.
+  c.run.options.full_layers_per_vstage = {21, 5, 0, 0};
+  CHECK_FALSE(rule_holds(HardRule::H12b, c.model, c.run, c.cluster, c.strategy));
+  c.run.options.full_layers_per_vstage = {20, 5, 0};
+  CHECK_FALSE(rule_holds(HardRule::H12b, c.model, c.run, c.cluster, c.strategy));
+}
