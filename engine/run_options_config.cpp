@@ -54,7 +54,7 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
                     "beta_sm", "beta_lse", "softmax_cast", "fused_swiglu", "eager_rope", "moe_mode", "capacity_factor",
                     "moe_imbalance", "logits_kept_bytes", "loss_transient_bytes", "loss_parallel_transient_bytes", "output_saves_gathered_input", "loss_chunks",
                     "vocab_parallel_loss", "ep_dispatcher", "tp_overlap", "ep_overlap", "cp_overlap", "pp_overlap",
-                    "dualpipe_overlap", "dp_overlap", "latency_model", "mla_cp_latent", "expert_shard_group", "fsdp_root_and_last_block_unsharded",
+                    "dualpipe_overlap", "dp_overlap", "latency_model", "mla_cp_latent", "expert_shard_group", "fsdp_root_and_last_block_unsharded", "shard_override",
                     "vocab_pad_multiple", "reshard_after_forward", "fsdp_prefetch_layers", "overlap_grad_reduce",
                     "grad_bucket_bytes", "allgather_bucket_bytes", "optimizer_step_temp_bytes_per_param", "grad_clip",
                     "token_id_bytes", "recompute_switches", "recompute_rest", "offload_optimizer", "layers_per_vstage", "full_layers_per_vstage",
@@ -119,6 +119,14 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   flag("dp_overlap", o.dp_overlap);
   flag("mla_cp_latent", o.mla_cp_latent);
   if (const auto g = f.optional_int("expert_shard_group")) o.expert_shard_group = *g;
+  if (f.has("shard_override")) {
+    if (!f.raw("shard_override").IsMap()) f.fail("shard_override", "expected a map {P: n, G: n, OS: n}");
+    const Fields so(f.raw("shard_override"), source, "shard_override");
+    so.reject_unknown({"P", "G", "OS"});
+    o.shard_override.P = so.required_int("P");
+    o.shard_override.G = so.required_int("G");
+    o.shard_override.OS = so.required_int("OS");
+  }
   if (const auto held = f.optional_bool("fsdp_root_and_last_block_unsharded")) {
     run.profile.fsdp_root_and_last_block_unsharded = *held;
   }

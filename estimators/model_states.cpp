@@ -4,20 +4,26 @@ namespace meshfit {
 
 ZeroDivisors zero_divisors(const Strategy& s, const Run& run) {
   ZeroDivisors z;
+  if (const auto& o = run.options.shard_override; o.set()) {  // §3.2's override, whatever z says
+    z.P = static_cast<double>(o.P);
+    z.G = static_cast<double>(o.G);
+    z.OS = static_cast<double>(o.OS);
+  }
   if (s.zero == 0) return z;
   const double G = static_cast<double>(s.shard_group);
   // G_e = G·tp/(ep·etp): the routed experts' shard group (§3.1), unless the run sets it.
   const double Ge = run.options.expert_shard_group
                         ? static_cast<double>(*run.options.expert_shard_group)
                         : static_cast<double>(s.shard_group * s.tp) / static_cast<double>(s.ep * s.etp);
-  z.OS = G;
+  const bool override = run.options.shard_override.set();
+  if (!override) z.OS = G;
   z.OSe = Ge;
   if (s.zero >= 2) {
-    z.G = G;
+    if (!override) z.G = G;
     z.Ge = Ge;
   }
   if (s.zero >= 3) {
-    z.P = G;
+    if (!override) z.P = G;
     z.Pe = Ge;
   }
   return z;

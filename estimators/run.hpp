@@ -125,6 +125,12 @@ struct RunOptions {
   bool mla_cp_latent = false;  // §7.5: the CP ring passes MLA's compressed latent
   // memory-model.md §3.1: the routed experts' shard group G_e, instead of G·tp/(ep·etp).
   std::optional<std::int64_t> expert_shard_group;
+  // memory-model.md §3.2: the non-expert divisors Z_P, Z_G, Z_OS set directly (MindSpore's
+  // optimizer parallelism shards parameters and states but not gradients); 0 = not set.
+  struct ShardOverride {
+    std::int64_t P = 0, G = 0, OS = 0;
+    bool set() const { return P > 0; }
+  } shard_override;
   bool vocab_parallel_loss = true;
   std::int64_t fsdp_prefetch_layers = 1;
   bool overlap_grad_reduce = true;

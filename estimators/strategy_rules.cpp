@@ -99,6 +99,10 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
     case HardRule::H18: return moe || (s.ep == 1 && s.etp == 1);
     case HardRule::H19:
       if (s.zero < 0 || s.zero > 3) return false;
+      if (const auto& o = run.options.shard_override; o.set()) {  // each divisor shards the DP·CP group
+        const std::int64_t dpcp = s.dp * s.cp;
+        if (dpcp % o.P != 0 || dpcp % o.G != 0 || dpcp % o.OS != 0) return false;
+      }
       if (s.zero >= 1) return s.shard_group >= 2 && (s.dp * s.cp) % s.shard_group == 0;
       return s.shard_group == 1;
     case HardRule::H20: return s.recompute_layers >= 0 && !(s.recompute_layers != 0 && s.recompute != Recompute::full);
@@ -191,6 +195,10 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H17: return "H17: an MoE model with tp > 1 needs sp";
     case HardRule::H18: return "H18: a dense model has ep = etp = 1";
     case HardRule::H19:
+      if (const auto& o = run.options.shard_override; o.set() && (s.dp * s.cp) % o.P + (s.dp * s.cp) % o.G + (s.dp * s.cp) % o.OS != 0) {
+        return "H19: shard_override {P: " + to_string(o.P) + ", G: " + to_string(o.G) + ", OS: " + to_string(o.OS) +
+               "} must divide dp·cp = " + to_string(s.dp * s.cp);
+      }
       return "H19: zero " + to_string(s.zero) + " with shard_group " + to_string(s.shard_group) +
              ": ZeRO >= 1 needs a shard group of at least 2 dividing dp·cp = " + to_string(s.dp * s.cp) +
              "; zero 0 has shard_group 1";

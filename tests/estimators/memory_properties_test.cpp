@@ -153,3 +153,18 @@ TEST_CASE("full_layers_per_vstage sets each virtual stage's fully recomputed lay
   c.run.options.full_layers_per_vstage = {20, 5, 0};
   CHECK_FALSE(rule_holds(HardRule::H12b, c.model, c.run, c.cluster, c.strategy));
 }
+
+TEST_CASE("shard_override sets the non-expert ZeRO divisors directly (§3.2)") {
+  // MindSpore-style optimizer parallelism on Llama-3.1-8B, dp 8 and ZeRO 0: parameters and
+  // optimizer states split 8 ways, gradients whole.
+  auto c = make_case("llama-3.1-8b", 8, 4096, 8, "dp=8,zero=0,mbs=1");
+  const StageMemory plain = test::estimate(c).stages[0];
+  c.run.options.shard_override = {8, 1, 8};
+  const StageMemory split = test::estimate(c).stages[0];
+  CHECK(split.weights == doctest::Approx(plain.weights / 8).epsilon(1e-12));
+  CHECK(split.grads == doctest::Approx(plain.grads).epsilon(1e-12));
+  CHECK(split.optimizer == doctest::Approx(plain.optimizer / 8).epsilon(1e-12));
+  c.run.options.shard_override = {3, 1, 3};  // 3 does not divide dp·cp = 8
+  CHECK_FALSE(rule_holds(HardRule::H19, c.model, c.run, c.cluster, c.strategy));
+  CHECK(explain_rule(HardRule::H19, c.model, c.run, c.cluster, c.strategy).find("shard_override") != std::string::npos);
+}
