@@ -200,7 +200,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   if (!search_file.empty()) file = load_search_file(search_file);
   Run run = make_run(run_flags, true);
   if (file && file->run_options.IsMap()) {
-    apply_run_options(file->run_options, file->source, run);
+    apply_run_options(file->run_options, file->source, run, "run_options");
     // --run-options on the command line wins over the search file's.
     if (run_flags.run_options_file) apply_run_options(load_yaml_file(*run_flags.run_options_file), *run_flags.run_options_file, run);
   }

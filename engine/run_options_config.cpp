@@ -48,8 +48,8 @@ void apply_recompute_switches(const YAML::Node& value, const std::string& source
   o.selective_policy = SelectivePolicy::switches;
 }
 
-void apply_run_options(const YAML::Node& doc, const std::string& source, Run& run) {
-  const Fields f(doc, source);
+void apply_run_options(const YAML::Node& doc, const std::string& source, Run& run, const std::string& prefix) {
+  const Fields f(doc, source, prefix);
   f.reject_unknown({"flash_attention", "attention_dropout", "hidden_dropout", "embedding_dropout", "beta_a", "beta_n",
                     "beta_sm", "beta_lse", "softmax_cast", "fused_swiglu", "eager_rope", "moe_mode", "capacity_factor",
                     "moe_imbalance", "logits_kept_bytes", "loss_transient_bytes", "loss_parallel_transient_bytes", "output_saves_gathered_input", "loss_chunks",
@@ -121,7 +121,7 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   if (const auto g = f.optional_int("expert_shard_group")) o.expert_shard_group = *g;
   if (f.has("shard_override")) {
     if (!f.raw("shard_override").IsMap()) f.fail("shard_override", "expected a map {P: n, G: n, OS: n}");
-    const Fields so(f.raw("shard_override"), source, "shard_override");
+    const Fields so(f.raw("shard_override"), source, f.path("shard_override"));
     so.reject_unknown({"P", "G", "OS"});
     o.shard_override.P = so.required_int("P");
     o.shard_override.G = so.required_int("G");
@@ -155,7 +155,7 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
     o.grad_clip_seed = *model == "seed";
   }
   number("token_id_bytes", o.token_id_bytes, 0, 16);
-  if (f.has("recompute_switches")) apply_recompute_switches(f.raw("recompute_switches"), source, "recompute_switches", run);
+  if (f.has("recompute_switches")) apply_recompute_switches(f.raw("recompute_switches"), source, f.path("recompute_switches"), run);
   if (const auto rest = f.optional_string("recompute_rest")) {
     if (*rest == "none") o.recompute_rest = Recompute::none;
     else if (*rest == "selective") o.recompute_rest = Recompute::selective;

@@ -12,7 +12,8 @@ namespace meshfit {
 
 // Applies every option the document states to `run`; unknown names and bad values are
 // InputErrors naming the file and the field.
-void apply_run_options(const YAML::Node& doc, const std::string& source, Run& run);
+// `prefix`: the options' path inside the file when they are a part of it (a search file's run_options).
+void apply_run_options(const YAML::Node& doc, const std::string& source, Run& run, const std::string& prefix = "");
 
 // A recompute_switches value: a preset name (megatron_core_attn, hyperparallel, torchtitan_op)
 // or a map of switches (unnamed switches default to 1).

@@ -75,6 +75,7 @@ TEST_CASE("a bad search file names the file and the field, exit 2") {
   for (const Bad& b : {Bad{"search/unknown_key.yaml", "tensor_parallel", "unknown field"},
                        Bad{"search/bad_value.yaml", "recompute", "sometimes"},
                        Bad{"search/alias_twice.yaml", "zero_stage", "given twice"},
+                       Bad{"search/bad_run_option.yaml", "run_options.vocab_pad", "unknown field"},
                        Bad{"search/missing.yaml", "missing.yaml", ""}}) {
     CAPTURE(b.file);
     const auto r = run(with({"--search-file", data_path(b.file)}));
