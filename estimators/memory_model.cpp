@@ -38,15 +38,6 @@ struct KindActivation {
   std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value
 };
 
-// A layer kind's model states and ZeRO/FSDP buffers under this strategy's (z, G).
-struct KindStates {
-  ModelStates states;          // of one layer
-  double gathered_params = 0;  // Pg: its own and the prefetched layer's gathered parameters (§9.1)
-  double reduce_buffers = 0;   // Rg: its gradients as produced and reduce-scattered (§9.1)
-  // --rules sapp-nd only: its gradient-clipping buffer and DP comm (§17.3).
-  double clip = 0, dp_comm = 0;
-};
-
 // A Tr_layer candidate X − K_after of layer kind `k` at body index `at` (§9.1). Pg + Rg + Xsp,
 // added later, depend only on the kind, and adding a constant keeps the order of floating-point
 // values, so the kind's largest base gives its largest candidate. Strictly greater: on a tie the
@@ -259,12 +250,23 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, const Mo
   }
 }
 
+// The key a StaticSide is kept under: `s` without its micro-batch size, micro-batch count and
+// non-full recompute mode (none and selective hold the same model states).
+Strategy static_key(const Strategy& s) {
+  Strategy k = s;
+  k.micro_batch = 1;
+  k.num_microbatches = 1;
+  if (k.recompute != Recompute::full) k.recompute = Recompute::none;
+  return k;
+}
+
 // The estimate: the activation side, then per (z, G) the model states, the ZeRO/FSDP parts of the
-// transients and the totals (§6, §9, §11).
-void finish(MemoryReport& report, const ActivationSide& side, const Model& m, const Run& run, const Device& dev,
-            const Strategy& s, const PipelineLayout& layout, double headroom_bytes) {
+// transients and the totals (§6, §9, §11). `statics` holds the (z, G) side's b-free parts, reused
+// when its key and `context` match (context 0: always recomputed).
+void finish(MemoryReport& report, const ActivationSide& side, StaticSide& statics, std::uint64_t context,
+            const Model& m, const Run& run, const Device& dev, const Strategy& s, const PipelineLayout& layout,
+            double headroom_bytes) {
   const bool seed = run.rules == Rules::sapp_nd;
-  const sapp_nd::Factors seed_f = sapp_nd::factors(m, s);
   const RunOptions& o = run.options;
   const double h = static_cast<double>(m.hidden);
   const double tp = static_cast<double>(s.tp);
@@ -278,34 +280,6 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
   const double seed_full_input = o.beta_a * static_cast<double>(run.seq * s.micro_batch) * h / static_cast<double>(s.sigma());
   const double x_sp = s.tp > 1 && s.sp ? n_cp * o.beta_a * h : 0;  // Xsp of §9.1
 
-  auto kind = [&](FfnKind ffn, const RankParams& params) {
-    KindStates k;
-    k.states = model_states(params, z, run, false, keep_gathered);
-    if (gather_per_layer) k.gathered_params = prefetch * run.precision.beta_gather * params.total();
-    if (seed) {
-      const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
-      k.states = sapp_nd::layer_states(counts, seed_f, run);
-      if (keep_gathered) k.states.gathered = run.precision.beta_gather * params.total();
-      k.reduce_buffers = sapp_nd::reduced_grads(counts, seed_f, s, run);
-      k.clip = sapp_nd::grad_clip_buffer(counts, seed_f, run);
-      k.dp_comm = sapp_nd::dp_comm_elements(counts, seed_f, s, m.is_moe());
-    } else if (s.zero >= 2) {
-      // whole(ℓ): a part no other rank shards is not reduce-scattered.
-      const double whole = run.precision.beta_red * ((params.non_expert + params.shared) * (z.G > 1 ? 1 : 0) +
-                                                     params.routed * (z.Ge > 1 ? 1 : 0));
-      k.reduce_buffers = whole * (o.overlap_grad_reduce ? 2 : 1);
-    }
-    return k;
-  };
-  const std::array<KindStates, 2> kinds{kind(FfnKind::dense, side.params[0]),
-                                        m.is_moe() ? kind(FfnKind::moe, side.params[1]) : KindStates{}};
-  const KindStates& dense = kinds[0];
-  const KindStates& moe = m.is_moe() ? kinds[1] : dense;
-  auto candidate = [&](std::size_t k, double base) {
-    const KindStates& ks = k == 1 ? moe : dense;
-    return base + ks.gathered_params + ks.reduce_buffers + x_sp;
-  };
-
   // The ends of the model (§4.7, §4.8, §5.3).
   const double table_params = v_pad * h / tp;
   RankParams embedding_table;
@@ -317,12 +291,71 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
   RankParams mtp_extra;
   mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
-  // Each end part's states, the same on whichever stage holds it (index: Part's value).
-  std::array<ModelStates, 6> end_states{};
-  end_states[static_cast<std::size_t>(Part::embedding)] = model_states(embedding_table, z, run, true, keep_gathered);
-  end_states[static_cast<std::size_t>(Part::vocab)] = model_states(vocab_table, z, run, true, keep_gathered);
-  end_states[static_cast<std::size_t>(Part::final_norm)] = model_states(final_norm, z, run, false, keep_gathered);
-  end_states[static_cast<std::size_t>(Part::mtp_extra)] = model_states(mtp_extra, z, run, false, keep_gathered);
+
+  const Strategy key = static_key(s);
+  if (context == 0 || statics.context != context || !(statics.key == key)) {
+    statics.context = context;
+    statics.key = key;
+    const sapp_nd::Factors seed_f = seed ? sapp_nd::factors(m, s) : sapp_nd::Factors{};
+    auto kind = [&](FfnKind ffn, const RankParams& params) {
+      KindStates k;
+      k.states = model_states(params, z, run, false, keep_gathered);
+      if (gather_per_layer) k.gathered_params = prefetch * run.precision.beta_gather * params.total();
+      if (seed) {
+        const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
+        k.states = sapp_nd::layer_states(counts, seed_f, run);
+        if (keep_gathered) k.states.gathered = run.precision.beta_gather * params.total();
+        k.reduce_buffers = sapp_nd::reduced_grads(counts, seed_f, s, run);
+        k.clip = sapp_nd::grad_clip_buffer(counts, seed_f, run);
+        k.dp_comm = sapp_nd::dp_comm_elements(counts, seed_f, s, m.is_moe());
+      } else if (s.zero >= 2) {
+        // whole(ℓ): a part no other rank shards is not reduce-scattered.
+        const double whole = run.precision.beta_red * ((params.non_expert + params.shared) * (z.G > 1 ? 1 : 0) +
+                                                       params.routed * (z.Ge > 1 ? 1 : 0));
+        k.reduce_buffers = whole * (o.overlap_grad_reduce ? 2 : 1);
+      }
+      return k;
+    };
+    statics.kinds = {kind(FfnKind::dense, side.params[0]), m.is_moe() ? kind(FfnKind::moe, side.params[1]) : KindStates{}};
+    if (!m.is_moe()) statics.kinds[1] = statics.kinds[0];
+    // Each end part's states, the same on whichever stage holds it (index: Part's value).
+    std::array<ModelStates, 6> end_states{};
+    end_states[static_cast<std::size_t>(Part::embedding)] = model_states(embedding_table, z, run, true, keep_gathered);
+    end_states[static_cast<std::size_t>(Part::vocab)] = model_states(vocab_table, z, run, true, keep_gathered);
+    end_states[static_cast<std::size_t>(Part::final_norm)] = model_states(final_norm, z, run, false, keep_gathered);
+    end_states[static_cast<std::size_t>(Part::mtp_extra)] = model_states(mtp_extra, z, run, false, keep_gathered);
+    statics.stages.assign(static_cast<std::size_t>(s.pp), ModelStates{});
+    statics.held.assign(static_cast<std::size_t>(s.pp), 0.0);
+    for (std::size_t i = 0; i < statics.stages.size(); ++i) {
+      const StageActivations& a = side.stages[i];
+      ModelStates& states = statics.stages[i];
+      for (const auto& [part, times] : a.parts) {
+        switch (part) {
+          case Part::dense_layer: states.add(statics.kinds[0].states, times); break;
+          case Part::moe_layer: states.add(statics.kinds[1].states, times); break;
+          default: states += end_states[static_cast<std::size_t>(part)];
+        }
+      }
+      if (gather_per_layer && run.profile.fsdp_root_and_last_block_unsharded) {
+        // FSDP2 never reshards the root module after forward (its backward starts at once), and
+        // torchtitan leaves the last block unsharded for the same reason: the stage's tables,
+        // final norm and last body layer stay gathered from the forward through the backward.
+        double held = a.last_layer_kind >= 0 ? side.params[static_cast<std::size_t>(a.last_layer_kind)].total() : 0;
+        for (const auto& [part, times] : a.parts) {
+          if (part == Part::embedding) held += embedding_table.total();
+          if (part == Part::vocab) held += vocab_table.total();
+          if (part == Part::final_norm) held += final_norm.total();
+        }
+        statics.held[i] = run.precision.beta_gather * held;
+      }
+    }
+  }
+  const KindStates& dense = statics.kinds[0];
+  const KindStates& moe = statics.kinds[1];
+  auto candidate = [&](std::size_t k, double base) {
+    const KindStates& ks = k == 1 ? moe : dense;
+    return base + ks.gathered_params + ks.reduce_buffers + x_sp;
+  };
 
   report.capacity = dev.capacity;
   report.budget = dev.capacity - headroom_bytes;
@@ -334,31 +367,11 @@ void finish(MemoryReport& report, const ActivationSide& side, const Model& m, co
     const StageActivations& a = side.stages[static_cast<std::size_t>(i)];
     StageMemory& st = report.stages[static_cast<std::size_t>(i)];
     st = a.partial;
-
-    ModelStates states;
-    for (const auto& [part, times] : a.parts) {
-      switch (part) {
-        case Part::dense_layer: states.add(dense.states, times); break;
-        case Part::moe_layer: states.add(moe.states, times); break;
-        default: states += end_states[static_cast<std::size_t>(part)];
-      }
-    }
+    const ModelStates& states = statics.stages[static_cast<std::size_t>(i)];
     st.weights = states.weights;
     st.grads = states.grads;
     st.optimizer = states.optimizer;
-    st.gathered = states.gathered;
-    if (gather_per_layer && run.profile.fsdp_root_and_last_block_unsharded) {
-      // FSDP2 never reshards the root module after forward (its backward starts at once), and
-      // torchtitan leaves the last block unsharded for the same reason: the stage's tables, final
-      // norm and last body layer stay gathered from the forward through the backward.
-      double held = a.last_layer_kind >= 0 ? side.params[static_cast<std::size_t>(a.last_layer_kind)].total() : 0;
-      for (const auto& [part, times] : a.parts) {
-        if (part == Part::embedding) held += embedding_table.total();
-        if (part == Part::vocab) held += vocab_table.total();
-        if (part == Part::final_norm) held += final_norm.total();
-      }
-      st.gathered += run.precision.beta_gather * held;
-    }
+    st.gathered = states.gathered + statics.held[static_cast<std::size_t>(i)];
     st.fp8_cache = states.fp8_cache;
     // Ruling 10: with deferred gradient sync the stage holds every gradient unsharded, in the
     // reduce dtype (β_gcomm), from its first backward to the last reduce-scatter of the step.
@@ -497,13 +510,13 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
   if (context == 0) {
     activation_side(scratch.side, scratch.runs, m, run, dev, s, scratch.layout());
-    finish(report, scratch.side, m, run, dev, s, scratch.layout(), headroom_bytes);
+    finish(report, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(), headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
   if (fresh) activation_side(side, scratch.runs, m, run, dev, s, scratch.layout());
-  finish(report, side, m, run, dev, s, scratch.layout(), headroom_bytes);
+  finish(report, side, scratch.statics, context, m, run, dev, s, scratch.layout(), headroom_bytes);
 }
 
 }  // namespace meshfit

@@ -52,6 +52,26 @@ struct StageActivations {
   int last_layer_kind = -1;  // the stage's last body layer (0 dense, 1 MoE), -1 with none
 };
 
+// A layer kind's model states and ZeRO/FSDP buffers under a strategy's (z, G).
+struct KindStates {
+  ModelStates states;          // of one layer
+  double gathered_params = 0;  // Pg: its own and the prefetched layer's gathered parameters (§9.1)
+  double reduce_buffers = 0;   // Rg: its gradients as produced and reduce-scattered (§9.1)
+  // --rules sapp-nd only: its gradient-clipping buffer and DP comm (§17.3).
+  double clip = 0, dp_comm = 0;
+};
+
+// What the (z, G) side owes to neither the recompute mode (but whether it is full) nor the
+// micro-batch size: the kinds' states and buffers and each stage's model states. The search visits
+// the modes and sizes of one ZeRO setting in a row and keeps it across them.
+struct StaticSide {
+  std::uint64_t context = 0;  // 0: not filled
+  Strategy key;               // the strategy with b, m and a non-full mode neutralised
+  std::array<KindStates, 2> kinds{};
+  std::vector<ModelStates> stages;  // replayed in the activation side's order
+  std::vector<double> held;         // FSDP2 root and last block kept gathered, bytes
+};
+
 // The activation side of one strategy: the same for every (z, G).
 struct ActivationSide {
   std::vector<StageActivations> stages;
@@ -75,6 +95,7 @@ struct MemoryScratch {
   ActivationSide side;   // used when there is no memo
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;
+  StaticSide statics;
 };
 
 // estimate_memory into `out`, reusing its storage and `scratch`'s.

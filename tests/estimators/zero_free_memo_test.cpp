@@ -3,6 +3,7 @@
 // reported field, whatever came before it in the same scratch.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <stdexcept>
 #include <vector>
 
@@ -77,35 +78,51 @@ TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
   const char* zeros[] = {"zero=0", "zero=1,shard_group=2", "zero=2", "zero=3", "zero=3,shard_group=4"};
   const char* modes[] = {"recompute=none", "recompute=selective", "recompute=full"};
   const char* sizes[] = {"mbs=1", "mbs=2"};
-  for (const auto& f : families) {
-    CAPTURE(std::string(f.base));
-    MemoryScratch scratch;
-    scratch.memo_context = 7;
-    StepTimeScratch time_scratch;
-    time_scratch.memo_context = 7;
-    MemoryReport reused;
-    TimeReport reused_time;
-    int checked = 0;
-    for (const char* z : zeros) {
-      for (const char* rc : modes) {
-        for (const char* b : sizes) {
-          const std::string text = std::string(f.base) + "," + z + "," + rc + "," + b;
-          CAPTURE(text);
-          meshfit::test::Case c;
-          try {
-            c = make_case(f.model, f.devices, f.seq, f.gb, text);
-          } catch (const std::exception&) {
-            continue;  // a combination the model cannot take (H16's shard-group clause, ...)
-          }
-          estimate_memory_into(reused, scratch, c.model, c.run, c.cluster, c.strategy);
-          check_same_memory(reused, estimate_memory(c.model, c.run, c.cluster, c.strategy));
-          estimate_step_time_into(reused_time, time_scratch, c.model, c.run, c.cluster, c.strategy, scratch.layout());
-          check_same_time(reused_time, estimate_step_time(c.model, c.run, c.cluster, c.strategy));
-          ++checked;
+  // Both orders: the search's (ZeRO outermost: the memory's (z, G) side is reused across modes
+  // and sizes), and ZeRO innermost (consecutive estimates differ only in z and G, so every
+  // (z, G)-dependent part must be redone while the activation side is reused).
+  for (const bool zero_outer : {true, false}) {
+    for (const auto& f : families) {
+      CAPTURE(std::string(f.base));
+      CAPTURE(zero_outer);
+      MemoryScratch scratch;
+      scratch.memo_context = 7;
+      StepTimeScratch time_scratch;
+      time_scratch.memo_context = 7;
+      MemoryReport reused;
+      TimeReport reused_time;
+      int checked = 0;
+      std::vector<std::array<std::size_t, 3>> order;  // (zero, mode, size) indices, in visiting order
+      for (std::size_t a = 0; a < 5; ++a) {
+        for (std::size_t b = 0; b < 3; ++b) {
+          for (std::size_t c = 0; c < 2; ++c) order.push_back({a, b, c});
         }
       }
+      if (!zero_outer) {
+        order.clear();
+        for (std::size_t b = 0; b < 3; ++b) {
+          for (std::size_t c = 0; c < 2; ++c) {
+            for (std::size_t a = 0; a < 5; ++a) order.push_back({a, b, c});
+          }
+        }
+      }
+      for (const auto& [zi, ri, bi] : order) {
+        const std::string text = std::string(f.base) + "," + zeros[zi] + "," + modes[ri] + "," + sizes[bi];
+        CAPTURE(text);
+        meshfit::test::Case c;
+        try {
+          c = make_case(f.model, f.devices, f.seq, f.gb, text);
+        } catch (const std::exception&) {
+          continue;  // a combination the model cannot take (H16's shard-group clause, ...)
+        }
+        estimate_memory_into(reused, scratch, c.model, c.run, c.cluster, c.strategy);
+        check_same_memory(reused, estimate_memory(c.model, c.run, c.cluster, c.strategy));
+        estimate_step_time_into(reused_time, time_scratch, c.model, c.run, c.cluster, c.strategy, scratch.layout());
+        check_same_time(reused_time, estimate_step_time(c.model, c.run, c.cluster, c.strategy));
+        ++checked;
+      }
+      CHECK(checked >= 12);  // most of the 30 combinations are valid strategies
     }
-    CHECK(checked >= 12);  // most of the 30 combinations are valid strategies
   }
 }
 
