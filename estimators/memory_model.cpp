@@ -33,11 +33,6 @@ void reset(StageMemory& st) {
 
 // A layer kind's activations under this strategy, the same for every layer of the kind: computed
 // once per estimate rather than once per layer.
-struct KindActivation {
-  CensusPerToken census;
-  std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value
-};
-
 // A Tr_layer candidate X − K_after of layer kind `k` at body index `at` (§9.1). Pg + Rg + Xsp,
 // added later, depend only on the kind, and adding a constant keeps the order of floating-point
 // values, so the kind's largest base gives its largest candidate. Strictly greater: on a tie the
@@ -52,8 +47,8 @@ void offer(std::array<double, 2>& best, std::array<std::int64_t, 2>* at, std::ar
 }
 
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9).
-void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, const Model& m, const Run& run,
-                     const Device& dev, const Strategy& s, const PipelineLayout& layout) {
+void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCache* cache, std::uint64_t context,
+                     const Model& m, const Run& run, const Device& dev, const Strategy& s, const PipelineLayout& layout) {
   const bool seed = run.rules == Rules::sapp_nd;
   const RunOptions& o = run.options;
   const std::int64_t nv = s.virtual_stages();
@@ -78,14 +73,35 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, const Mo
     }
     return k;
   };
-  const KindActivation dense = kind(FfnKind::dense, side.params[0]);
-  KindActivation moe_storage;
-  if (m.is_moe()) {
-    moe_storage = kind(FfnKind::moe, side.params[1]);
-  } else {
-    side.params[1] = side.params[0];
+  // The kinds, from the cache when this search (context) has met their key.
+  const std::array<std::int64_t, 8> key{s.tp, s.sigma(), s.cp, static_cast<std::int64_t>(s.cp_algo), s.cp_u, s.ep, s.etp, s.micro_batch};
+  KindCache::Entry local;  // without a cache
+  KindCache::Entry* entry = nullptr;
+  if (cache && context != 0) {
+    if (cache->slots.empty()) cache->slots.resize(256);
+    std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a over the key
+    for (std::int64_t v : key) hash = (hash ^ static_cast<std::uint64_t>(v)) * 1099511628211ULL;
+    entry = &cache->slots[hash & 255];
   }
-  const KindActivation& moe = m.is_moe() ? moe_storage : dense;
+  if (!entry || entry->context != context || entry->key != key) {
+    std::array<KindActivation, 2> fresh{};
+    std::array<RankParams, 2> params{};
+    fresh[0] = kind(FfnKind::dense, params[0]);
+    if (m.is_moe()) {
+      fresh[1] = kind(FfnKind::moe, params[1]);
+    } else {
+      fresh[1] = fresh[0];
+      params[1] = params[0];
+    }
+    if (!entry) entry = &local;
+    entry->context = context;
+    entry->key = key;
+    entry->kinds = fresh;
+    entry->params = params;
+  }
+  side.params = entry->params;
+  const KindActivation& dense = entry->kinds[0];
+  const KindActivation& moe = entry->kinds[1];
   auto figures = [&](FfnKind ffn) -> const KindActivation& { return ffn == FfnKind::moe ? moe : dense; };
 
   // The ends of the model (§7.7).
@@ -509,13 +525,13 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   // The seed's activation side reads z and G (its shard factors), so it is never reused.
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
   if (context == 0) {
-    activation_side(scratch.side, scratch.runs, m, run, dev, s, scratch.layout());
+    activation_side(scratch.side, scratch.runs, nullptr, 0, m, run, dev, s, scratch.layout());
     finish(report, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(), headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
-  if (fresh) activation_side(side, scratch.runs, m, run, dev, s, scratch.layout());
+  if (fresh) activation_side(side, scratch.runs, &scratch.kinds, context, m, run, dev, s, scratch.layout());
   finish(report, side, scratch.statics, context, m, run, dev, s, scratch.layout(), headroom_bytes);
 }
 

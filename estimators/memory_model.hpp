@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "estimators/device.hpp"
+#include "estimators/layer_activations.hpp"
 #include "estimators/memory_report.hpp"
 #include "estimators/model.hpp"
 #include "estimators/model_states.hpp"
@@ -50,6 +51,26 @@ struct StageActivations {
   std::vector<double> full_kept;                           // K_1 of a full layer per chunk
   bool has_moe = false;
   int last_layer_kind = -1;  // the stage's last body layer (0 dense, 1 MoE), -1 with none
+};
+
+// A layer kind's activations under a strategy, the same for every layer of the kind: computed
+// once per estimate rather than once per layer.
+struct KindActivation {
+  CensusPerToken census;
+  std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value
+};
+
+// The kinds' activations and per-rank parameters read only tp, sp, cp (its algorithm and Ulysses
+// degree), ep, etp and b (activation_census, layer_activations, parameter_counts), so the search
+// finds them again across pipeline layouts, schedules and recompute modes: a direct-mapped table.
+struct KindCache {
+  struct Entry {
+    std::uint64_t context = 0;  // 0: empty
+    std::array<std::int64_t, 8> key{};
+    std::array<KindActivation, 2> kinds{};
+    std::array<RankParams, 2> params{};
+  };
+  std::vector<Entry> slots;  // 256, allocated on first use
 };
 
 // A layer kind's model states and ZeRO/FSDP buffers under a strategy's (z, G).
@@ -96,6 +117,7 @@ struct MemoryScratch {
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;
   StaticSide statics;
+  KindCache kinds;
 };
 
 // estimate_memory into `out`, reusing its storage and `scratch`'s.

@@ -114,7 +114,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   // This search's token for the estimators' per-thread memos (zero_free_memo.hpp): a thread may
   // score strategies of several searches in turn (meshfit check runs them side by side).
   static std::atomic<std::uint64_t> searches{0};
-  const std::uint64_t context = ++searches;
+  const std::uint64_t context = options.reuse ? ++searches : 0;
   // best_only with k = 1: the fastest fitting step time (ns) any thread has found.
   std::atomic<std::int64_t> fastest{INT64_MAX};
 

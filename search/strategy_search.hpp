@@ -46,7 +46,10 @@ struct SearchOptions {
   // (step_time.hpp) is above the k-th fastest found so far is not estimated, so `fitting` counts
   // only the fitting strategies estimated. With top_k = 1 the fastest found by any thread bounds.
   bool best_only = false;
-  bool dedupe_ties = false;  // §6.3's option: one strategy per exact (memory, time) tie on the front
+  bool dedupe_ties = false;
+  // Reuse the estimators' per-thread sides across strategies (zero_free_memo.hpp, the memory
+  // model's StaticSide and KindCache); off only to check that reuse changes nothing.
+  bool reuse = true;  // §6.3's option: one strategy per exact (memory, time) tie on the front
   const std::atomic<bool>* stop = nullptr;         // set by a signal handler: finish early, marked
   std::function<void(std::size_t, std::size_t)> progress;  // (triples done, triples) from any thread
 };

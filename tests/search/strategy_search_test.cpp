@@ -109,6 +109,33 @@ TEST_CASE("pruning on the micro-batch size and on ZeRO settings whose states ove
   CHECK(saw_empty);
 }
 
+TEST_CASE("reusing estimator sides across strategies changes no output (dense, MoE, CP, interleaved)") {
+  // Every cache the search keeps per thread (activation and compute sides across ZeRO settings,
+  // the (z, G) side across modes and sizes, layer kinds across layouts) against fresh estimates.
+  const Inputs cases[] = {inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"), inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"),
+                          inputs("llama-3.1-8b", 16, 8192, 32, "h100-80gb"), inputs("deepseek-v3", 64, 4096, 256, "h100-80gb")};
+  for (const auto& in : cases) {
+    CAPTURE(in.model.name);
+    SearchSpace space;
+    space.model = &in.model;
+    space.run = &in.run;
+    space.cluster = &in.cluster;
+    SearchOptions kept, fresh;
+    kept.top_k = fresh.top_k = 20;
+    fresh.reuse = false;
+    const SearchResult a = run_search(space, kept), b = run_search(space, fresh);
+    CHECK(a.fitting == b.fitting);
+    CHECK(same(a.front, b.front));
+    CHECK(same(a.top, b.top));
+    REQUIRE(a.closest.has_value() == b.closest.has_value());
+    if (a.closest) CHECK(a.closest->mem == b.closest->mem);
+    for (std::size_t i = 0; i < std::min(a.top.size(), b.top.size()); ++i) {
+      CHECK(a.top[i].peak_bytes == b.top[i].peak_bytes);
+      CHECK(a.top[i].step_s == b.top[i].step_s);
+    }
+  }
+}
+
 TEST_CASE("best-only search (meshfit check) finds the same fastest strategy, estimating fewer") {
   const Inputs cases[] = {inputs("llama-3.1-8b", 8, 8192, 64, "h100-80gb"), inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"),
                           inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"), inputs("llama-3.1-70b", 32, 8192, 64, "h100-80gb"),
