@@ -39,8 +39,8 @@ namespace {
 
 // Everything of a stage's time that neither z nor G changes: its layers' compute, TP/CP/EP and PP
 // communication, and the parameters it holds per rank (§7.2–§7.5).
-void compute_side(ComputeSide& side, const Model& m, const Run& run, const Device& d, const Strategy& s,
-                  const PipelineLayout& layout) {
+void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t context, const Model& m, const Run& run,
+                  const Device& d, const Strategy& s, const PipelineLayout& layout) {
   const RunOptions& o = run.options;
   const std::int64_t nv = s.virtual_stages();
   const KernelScales eta = kernel_scales(run, s);
@@ -49,8 +49,25 @@ void compute_side(ComputeSide& side, const Model& m, const Run& run, const Devic
   const double n_tok = b * seq, shards = static_cast<double>(s.tp * s.cp);
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
 
-  const LayerTime dense = layer_time(m, run, d, s, FfnKind::dense);
-  const LayerTime moe = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : dense;
+  // The kinds' times, from the cache when this search (context) has met their key.
+  const std::array<std::int64_t, 9> key{s.tp, s.sigma(), s.cp, static_cast<std::int64_t>(s.cp_algo), s.cp_u, s.ep, s.etp,
+                                        s.micro_batch, s.schedule == Schedule::dualpipev ? 1 : 0};
+  LayerTimeCache::Entry local;  // without a cache
+  LayerTimeCache::Entry* entry = &local;
+  if (cache && context != 0) {
+    if (cache->slots.empty()) cache->slots.resize(256);
+    std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a over the key
+    for (std::int64_t v : key) hash = (hash ^ static_cast<std::uint64_t>(v)) * 1099511628211ULL;
+    entry = &cache->slots[hash & 255];
+  }
+  if (entry == &local || entry->context != context || entry->key != key) {
+    entry->context = context;
+    entry->key = key;
+    entry->times[0] = layer_time(m, run, d, s, FfnKind::dense);
+    entry->times[1] = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : entry->times[0];
+  }
+  const LayerTime& dense = entry->times[0];
+  const LayerTime& moe = entry->times[1];
   auto times = [&](FfnKind f) -> const LayerTime& { return f == FfnKind::moe ? moe : dense; };
   const double logits_f = kernel_time(d, eta.other, logits_flops(m, n_tok, v_pad) / shards);
   const double eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
@@ -157,12 +174,12 @@ namespace {
 const ComputeSide& side_of(StepTimeScratch& scratch, const Model& m, const Run& run, const Device& d, const Strategy& s,
                            const PipelineLayout& layout) {
   if (scratch.memo_context == 0) {
-    compute_side(scratch.side, m, run, d, s, layout);
+    compute_side(scratch.side, nullptr, 0, m, run, d, s, layout);
     return scratch.side;
   }
   bool fresh = false;
   ComputeSide& kept = scratch.memo.find(scratch.memo_context, s, fresh);
-  if (fresh) compute_side(kept, m, run, d, s, layout);
+  if (fresh) compute_side(kept, &scratch.layer_times, scratch.memo_context, m, run, d, s, layout);
   return kept;
 }
 

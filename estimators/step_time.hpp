@@ -2,10 +2,12 @@
 // (shared/spec/search-and-time.md §7).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "estimators/device.hpp"
+#include "estimators/layer_time.hpp"
 #include "estimators/model.hpp"
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/run.hpp"
@@ -29,6 +31,17 @@ struct ComputeSide {
   double model_flops = 0;  // F_model = 3·gb·F_seq (for MFU), the same for every strategy
 };
 
+// The layer kinds' times read only tp, SP, CP (its algorithm and Ulysses degree), ep, etp, b and
+// whether the schedule is DualPipeV (layer_time.cpp): kept per search in a direct-mapped table.
+struct LayerTimeCache {
+  struct Entry {
+    std::uint64_t context = 0;  // 0: empty
+    std::array<std::int64_t, 9> key{};
+    std::array<LayerTime, 2> times{};  // dense, MoE
+  };
+  std::vector<Entry> slots;  // 256, allocated on first use
+};
+
 // Storage an estimate works in (the search keeps one per thread); setting `memo_context`
 // (zero_free_memo.hpp) also reuses the compute side across (z, G).
 struct StepTimeScratch {
@@ -36,6 +49,7 @@ struct StepTimeScratch {
   std::vector<StageTime> floor_stages;  // step_time_floor's
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ComputeSide> memo;
+  LayerTimeCache layer_times;
 };
 
 // The same into `r` (its stage storage reused) with the strategy's layout already made
