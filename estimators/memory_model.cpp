@@ -117,6 +117,10 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCach
   const std::size_t mtp_kind = mtp_ffn == FfnKind::moe ? 1 : 0;
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
 
+  // The CP and EP buffers are the same on every stage that holds layers (MoE layers for EP).
+  const double tr_cp = seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node)
+                            : cp_buffer_transient(m, run, s, dev.devices_per_node);
+  const double tr_ep = m.is_moe() ? ep_buffer_transient(m, run, s, n_cp) : 0;
   side.stages.resize(static_cast<std::size_t>(s.pp));
   const auto n_chunks = static_cast<std::size_t>(s.vpp);
   for (std::int64_t i = 0; i < s.pp; ++i) {
@@ -258,11 +262,8 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCach
     }
     st.tr_attn = tr_attn;
     if (st.head) st.tr_logits = tr_logits;
-    if (st.layers + st.mtp_depths > 0) {
-      st.tr_cp = seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node)
-                      : cp_buffer_transient(m, run, s, dev.devices_per_node);
-    }
-    if (a.has_moe) st.tr_ep = ep_buffer_transient(m, run, s, n_cp);
+    if (st.layers + st.mtp_depths > 0) st.tr_cp = tr_cp;
+    if (a.has_moe) st.tr_ep = tr_ep;
   }
 }
 
