@@ -74,8 +74,26 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
     if (p == Policy::full_recompute_all) continue;  // holds by construction: n_rc is not enumerated
     plan.rules.push_back({27 + i, level_of(reads, moe), (reads & kMicroBatch) != 0});
   }
+  std::vector<std::uint32_t> reads_of;  // per planned rule, what it reads
+  for (HardRule r : hard_rule_order()) {
+    if (r == HardRule::H20) continue;
+    std::uint32_t reads = hard_rule_reads(r);
+    if (r == HardRule::H5 && etp_domain_ok) reads &= ~kEtp;
+    reads_of.push_back(reads);
+  }
+  for (std::size_t i = 0; i < kPolicyCount; ++i) {
+    const Policy p = static_cast<Policy>(i);
+    if (!space.policies.enabled(p)) continue;
+    const std::uint32_t reads = policy_reads(p);
+    if ((given & reads) == reads || p == Policy::full_recompute_all) continue;
+    reads_of.push_back(reads);
+  }
+  constexpr std::uint32_t fixed = kTp | kCp | kPp | kZero | kShardGroup;
   for (std::size_t k = 0; k < plan.rules.size(); ++k) {
     plan.at[static_cast<std::size_t>(2 * plan.rules[k].level + (plan.rules[k].reads_b ? 1 : 0))].push_back(k);
+    if (plan.rules[k].level == zero_level && !plan.rules[k].reads_b) {
+      (((reads_of[k] & ~fixed) == 0) ? plan.zero_fixed : plan.zero_rest).push_back(k);
+    }
   }
   for (int level = 0; level < kLevels; ++level) {
     plan.deeper[static_cast<std::size_t>(level)] = plan.rules.size();
@@ -91,7 +109,12 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
 
 std::size_t first_failing(const SearchSpace& space, const RulePlan& plan, int level, bool per_b,
                           const Strategy& s, std::size_t bound) {
-  for (std::size_t k : plan.at[static_cast<std::size_t>(2 * level + (per_b ? 1 : 0))]) {
+  return first_failing_in(space, plan, plan.at[static_cast<std::size_t>(2 * level + (per_b ? 1 : 0))], s, bound);
+}
+
+std::size_t first_failing_in(const SearchSpace& space, const RulePlan& plan, const std::vector<std::size_t>& list,
+                             const Strategy& s, std::size_t bound) {
+  for (std::size_t k : list) {
     if (k >= bound) break;
     if (!space.slot_holds(plan.rules[k].slot, s)) return k;
   }

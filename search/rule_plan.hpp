@@ -38,6 +38,10 @@ struct RulePlan {
   std::array<std::size_t, kLevels> deeper{};  // index of the first rule whose level is below L
   // Indices into `rules` (ascending) of the rules of a level, [2·level + reads_b].
   std::array<std::vector<std::size_t>, 2 * kLevels> at{};
+  // The ZeRO level's rules without b split by what else they read: `zero_fixed` only the triple
+  // and (z, G) — their outcome per ZeRO setting is found once per triple — `zero_rest` also the
+  // loops between (ep, etp, ...). Together they are at[2·zero_level].
+  std::vector<std::size_t> zero_fixed, zero_rest;
 };
 
 // `etp_domain_ok`: every etp the enumeration takes passes H5's expert-width clause, so H5 is
@@ -48,5 +52,8 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok);
 // read b (`per_b`) or do not; RulePlan::kNone if none fails.
 std::size_t first_failing(const SearchSpace& space, const RulePlan& plan, int level, bool per_b,
                           const Strategy& s, std::size_t bound);
+// The same over a list of rule indices (ascending).
+std::size_t first_failing_in(const SearchSpace& space, const RulePlan& plan, const std::vector<std::size_t>& list,
+                             const Strategy& s, std::size_t bound);
 
 }  // namespace meshfit

@@ -114,6 +114,16 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   };
   // Evaluates the rules of `level` at this node; true when the subtree (`per_b` candidates per
   // micro-batch size) is decided and has been credited to its rules instead of being walked.
+  // The ZeRO level's rules that read only the triple and (z, G), per ZeRO setting: once here
+  // rather than under every (sp, algorithm, pass, ep, etp) (rule_plan.hpp, zero_fixed).
+  std::vector<std::size_t> zero_first(zeros.size(), RulePlan::kNone);
+  for (std::size_t i = 0; i < zeros.size(); ++i) {
+    Strategy t = s;
+    t.zero = zeros[i].first;
+    t.shard_group = zeros[i].second;
+    zero_first[i] = first_failing_in(*this, plan, plan.zero_fixed, t, RulePlan::kNone);
+  }
+  std::size_t zero_index = 0;
   // Per level, the row of first b-rule failures (one per micro-batch size) in force there: its
   // own when b-rules are evaluated at the level, else its parent's, shared by pointer; with its
   // minimum and its run-length groups (value, sizes), so that crediting a decided subtree costs
@@ -126,7 +136,12 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   auto enter = [&](int level, std::int64_t per_b) {
     const auto L = static_cast<std::size_t>(level);
     const std::size_t parent = level == 0 ? RulePlan::kNone : first[L - 1];
-    first[L] = std::min(parent, first_failing(*this, plan, level, false, s, parent));
+    if (level == zero_level) {  // the part that reads only the triple and (z, G) is known already
+      const std::size_t known = std::min(parent, zero_first[zero_index]);
+      first[L] = std::min(known, first_failing_in(*this, plan, plan.zero_rest, s, known));
+    } else {
+      first[L] = std::min(parent, first_failing(*this, plan, level, false, s, parent));
+    }
     const std::size_t* parent_row = level == 0 ? nullptr : row[L - 1];
     if (plan.at[2 * L + 1].empty()) {  // no b-rule here: the parent's row stands
       row[L] = level == 0 ? first_b.data() : parent_row;
@@ -207,7 +222,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
             if (!allowed(pins.etp, etp)) continue;
             s.etp = etp;
             if (enter(etp_level, weight * n_zero * modes)) continue;
-            for (const auto& [z, G] : zeros) {
+            for (zero_index = 0; zero_index < zeros.size(); ++zero_index) {
+              const auto& [z, G] = zeros[zero_index];
               s.zero = z;
               s.shard_group = G;
               if (enter(zero_level, weight * modes)) continue;
