@@ -165,6 +165,19 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
     sc.embedding = embedding;
     sc.head = head;
   }
+  // step_time_floor (step_time.hpp): the makespan over each τ_i without its ZeRO exposure (summed
+  // as estimate_step_time_into sums τ_i, without its last term comm_zero ≥ 0), and no tail.
+  side.floor = 0;
+  if (s.schedule != Schedule::dualpipev) {
+    thread_local std::vector<StageTime> floor_stages;
+    floor_stages.resize(side.stages.size());
+    for (std::size_t i = 0; i < side.stages.size(); ++i) {
+      StageTime& st = floor_stages[i];
+      st = side.stages[i].partial;
+      st.tau = st.forward + st.backward + st.recompute + st.comm_tp + st.comm_cp + st.comm_ep + st.comm_pp;
+    }
+    side.floor = pipeline_makespan(s, floor_stages);
+  }
 }
 
 }  // namespace
@@ -187,16 +200,7 @@ const ComputeSide& side_of(StepTimeScratch& scratch, const Model& m, const Run& 
 
 double step_time_floor(StepTimeScratch& scratch, const Model& m, const Run& run, const Cluster& cluster,
                        const Strategy& s, const PipelineLayout& layout) {
-  if (s.schedule == Schedule::dualpipev) return 0;
-  const ComputeSide& side = side_of(scratch, m, run, cluster.device, s, layout);
-  scratch.floor_stages.resize(side.stages.size());
-  for (std::size_t i = 0; i < side.stages.size(); ++i) {
-    StageTime& st = scratch.floor_stages[i];
-    st = side.stages[i].partial;
-    // τ_i as estimate_step_time_into sums it, without its last term (comm_zero ≥ 0).
-    st.tau = st.forward + st.backward + st.recompute + st.comm_tp + st.comm_cp + st.comm_ep + st.comm_pp;
-  }
-  return pipeline_makespan(s, scratch.floor_stages);
+  return side_of(scratch, m, run, cluster.device, s, layout).floor;
 }
 
 void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Model& m, const Run& run,

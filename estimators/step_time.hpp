@@ -29,6 +29,7 @@ struct StageCompute {
 struct ComputeSide {
   std::vector<StageCompute> stages;
   double model_flops = 0;  // F_model = 3·gb·F_seq (for MFU), the same for every strategy
+  double floor = 0;        // step_time_floor's value, the same for every (z, G)
 };
 
 // The layer kinds' times read only tp, SP, CP (its algorithm and Ulysses degree), ep, etp, b and
@@ -46,7 +47,7 @@ struct LayerTimeCache {
 // (zero_free_memo.hpp) also reuses the compute side across (z, G).
 struct StepTimeScratch {
   ComputeSide side;  // used when there is no memo
-  std::vector<StageTime> floor_stages;  // step_time_floor's
+
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ComputeSide> memo;
   LayerTimeCache layer_times;

@@ -187,6 +187,20 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
               }
               return;
             }
+            // It fits. Its step time is needed only if it could enter the top-k or the front (or
+            // the cloud): not when its floor (step_time.hpp) is above the k-th fastest and a front
+            // point at most as large is faster than the floor — it is then dominated.
+            if (options.prune && !options.collect_cloud && !options.best_only && acc.top.size() == acc.k) {
+              const std::int64_t floor_ns =
+                  std::llround(step_time_floor(time_scratch, m, run, cluster, s, scratch.layout()) * 1e9);
+              if (floor_ns > acc.top.back().time_ns &&
+                  std::any_of(acc.front.begin(), acc.front.end(), [&](const ScoredStrategy& y) {
+                    return y.mem <= x.mem && y.time_ns < floor_ns;
+                  })) {
+                ++acc.fitting;
+                return;
+              }
+            }
             estimate_step_time_into(time, time_scratch, m, run, cluster, s, scratch.layout());  // the layout just made for s
             x.step_s = time.step;
             x.time_ns = std::llround(time.step * 1e9);
