@@ -34,28 +34,28 @@ struct StateSet {
   std::size_t states = 0;
 };
 
+// Which states those are, without comparing every pair: during warm-up (j < n_wu) counts only
+// rise, each state the previous plus one, so each warm-up state lies below the next; the first
+// steady state (j = n_wu) is the last warm-up state plus one. Every steady state holds n_wu + 1
+// micro-batches (one forward added to the n_wu left after the previous backward), and of two
+// states with the same total neither is strictly above the other. So the undominated states are
+// the distinct steady states, or with no steady state the last warm-up state alone.
 StateSet undominated(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std::int64_t steady) {
-  std::vector<std::vector<std::int64_t>> all;
-  interleaved_timeline(pp, v, n_wu, steady, [&](const std::vector<std::int64_t>& c) {
-    if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
-  });
-  auto dominated_by = [](const std::vector<std::int64_t>& x, const std::vector<std::int64_t>& y) {
-    bool strictly = false;
-    for (std::size_t c = 0; c < x.size(); ++c) {
-      if (y[c] < x[c]) return false;
-      strictly |= y[c] > x[c];
-    }
-    return strictly;
-  };
+  const auto width = static_cast<std::size_t>(v);
   StateSet set;
-  for (const auto& x : all) {
-    if (std::any_of(all.begin(), all.end(), [&](const auto& y) { return dominated_by(x, y); })) continue;
-    for (std::int64_t c : x) {
-      set.counts.push_back(c);
-      set.n.push_back(static_cast<double>(c));
+  auto keep = [&](const std::vector<std::int64_t>& c) {
+    for (std::size_t k = 0; k < set.states; ++k) {
+      if (std::equal(c.begin(), c.end(), set.counts.begin() + static_cast<std::ptrdiff_t>(k * width))) return;
     }
+    set.counts.insert(set.counts.end(), c.begin(), c.end());
     ++set.states;
-  }
+  };
+  std::int64_t j = 0;
+  interleaved_timeline(pp, v, n_wu, steady, [&](const std::vector<std::int64_t>& c) {
+    if (steady > 0 ? j >= n_wu : j == n_wu - 1) keep(c);
+    ++j;
+  });
+  set.n.assign(set.counts.begin(), set.counts.end());
   return set;
 }
 

@@ -11,9 +11,10 @@ using namespace meshfit;
 
 namespace {
 
-// §8.3 steps 1–5 literally, over the whole timeline.
+// §8.3 steps 1–5 literally, over the whole timeline; `at_peak` gets the counts the first time
+// the peak is reached.
 double reference_interleaved(std::int64_t pp, std::int64_t v, std::int64_t m, std::int64_t i,
-                             const std::vector<double>& A) {
+                             const std::vector<double>& A, std::vector<std::int64_t>* at_peak = nullptr) {
   const std::int64_t n_fw = m * v;
   const std::int64_t n_wu = std::min(2 * (pp - i - 1) + (v - 1) * pp, n_fw);
   std::vector<std::int64_t> count(static_cast<std::size_t>(v), 0);
@@ -22,7 +23,10 @@ double reference_interleaved(std::int64_t pp, std::int64_t v, std::int64_t m, st
     ++count[static_cast<std::size_t>((j % (pp * v)) / pp)];
     double t = 0;
     for (std::int64_t c = 0; c < v; ++c) t += static_cast<double>(count[static_cast<std::size_t>(c)]) * A[static_cast<std::size_t>(c)];
-    peak = std::max(peak, t);
+    if (t > peak) {
+      peak = t;
+      if (at_peak) *at_peak = count;
+    }
   };
   auto bwd = [&](std::int64_t j) { --count[static_cast<std::size_t>(v - 1 - (j % (pp * v)) / pp)]; };
   for (std::int64_t j = 0; j < n_wu; ++j) fwd(j);
@@ -55,8 +59,8 @@ TEST_CASE("1F1B, GPipe, DualPipeV and pp = 1 counts (§8.1, §8.2, §8.4, §8.5)
 
 TEST_CASE("interleaved 1F1B: the bounded simulation equals the full timeline") {
   for (std::int64_t pp : {2, 3, 4, 8}) {
-    for (std::int64_t v : {2, 3, 5}) {
-      for (std::int64_t k : {1, 2, 5}) {
+    for (std::int64_t v : {2, 3, 5, 7}) {
+      for (std::int64_t k : {1, 2, 3, 5}) {
         const std::int64_t m = pp * k;  // rule H23
         for (std::int64_t i = 0; i < pp; ++i) {
           std::vector<double> A;
@@ -72,7 +76,13 @@ TEST_CASE("interleaved 1F1B: the bounded simulation equals the full timeline") {
           CAPTURE(v);
           CAPTURE(m);
           CAPTURE(i);
-          CHECK(in_flight(s, i, A).peak == reference_interleaved(pp, v, m, i, A));
+          std::vector<std::int64_t> counts;
+          CHECK(in_flight(s, i, A).peak == reference_interleaved(pp, v, m, i, A, &counts));
+          CHECK(in_flight(s, i, A).counts == counts);
+          // Equal chunks: every steady state ties, and the first is the one reported (ruling 1).
+          const std::vector<double> equal(static_cast<std::size_t>(v), 3.0);
+          CHECK(in_flight(s, i, equal).peak == reference_interleaved(pp, v, m, i, equal, &counts));
+          CHECK(in_flight(s, i, equal).counts == counts);
           CHECK(in_flight(s, i, with_empty_chunk).peak == reference_interleaved(pp, v, m, i, with_empty_chunk));
         }
       }
