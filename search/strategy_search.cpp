@@ -100,15 +100,262 @@ struct Partial {
   }
 };
 
+// One thread's scoring of the valid strategies a task visits, into its Partial.
+class TaskScorer {
+ public:
+  TaskScorer(const SearchSpace& space, const SearchOptions& options, double budget, std::uint64_t context,
+             std::atomic<std::int64_t>& fastest, Partial& acc)
+      : m_(*space.model), run_(*space.run), cluster_(*space.cluster), options_(options), budget_(budget),
+        context_(context), fastest_(fastest), acc_(acc),
+        // A micro-batch run is settled as a whole (settle_run) when only the front and the top-k
+        // are wanted; otherwise each strategy in turn.
+        settle_runs_(options.prune && !options.best_only && !options.collect_cloud) {}
+
+  // A valid strategy; `first` when it opens a run (b rising, everything but b and m fixed).
+  // A valid strategy of the current run.
+  void add(const Strategy& s) {
+    if (settle_runs_) {
+      pending_.push_back(s);
+    } else {
+      score_in_turn(s);
+    }
+  }
+  // A run opens (possibly with an invalid candidate): the pending one is complete.
+  void open_run() {
+    if (settle_runs_) {
+      flush();
+    } else {
+      b_run_failed_ = false;
+    }
+  }
+  void flush() {
+    if (!pending_.empty()) settle_run();
+    pending_.clear();
+  }
+
+ private:
+  // Per-thread storage reused from estimate to estimate: scoring allocates nothing.
+  struct Scratch {
+    MemoryScratch memory;
+    MemoryReport mem;
+    TimeReport time_report;
+    StepTimeScratch time;
+  };
+  Scratch& scratch() const {
+    thread_local Scratch s;
+    s.memory.memo_context = context_;
+    s.time.memo_context = context_;
+    return s;
+  }
+
+  // The memory estimate of `s` as a scored strategy (its time not yet set); `fits` from the report.
+  ScoredStrategy estimate_memory(const Strategy& s, bool& fits) {
+    Scratch& sc = scratch();
+    ++acc_.estimated;
+    estimate_memory_into(sc.mem, sc.memory, m_, run_, cluster_, s, options_.headroom_bytes);
+    ScoredStrategy x;
+    x.strategy = s;
+    x.peak_bytes = sc.mem.peak;
+    x.mem = static_cast<std::int64_t>(std::ceil(sc.mem.peak));
+    x.peak_stage = sc.mem.peak_stage;
+    fits = sc.mem.fits;
+    return x;
+  }
+  std::int64_t floor_ns(const Strategy& s) {
+    Scratch& sc = scratch();
+    return std::llround(step_time_floor(sc.time, m_, run_, cluster_, s, sc.memory.prepare_layout(m_, run_, s)) * 1e9);
+  }
+  void estimate_time(ScoredStrategy& x) {
+    Scratch& sc = scratch();
+    estimate_step_time_into(sc.time_report, sc.time, m_, run_, cluster_, x.strategy,
+                            sc.memory.prepare_layout(m_, run_, x.strategy));
+    x.step_s = sc.time_report.step;
+    x.time_ns = std::llround(sc.time_report.step * 1e9);
+    x.tokens_per_sec_per_device = sc.time_report.tokens_per_sec_per_device;
+    x.mfu = sc.time_report.mfu;
+  }
+
+  // True when a fitting strategy whose peak is at least `mem_floor` and whose step-time floor is
+  // `floor` (ns) can be neither in the top-k nor on the front: the floor is above the k-th
+  // fastest (llround is monotone, so its step time in ns is too), and a front point at most
+  // `mem_floor` large is faster than the floor, so it dominates the strategy.
+  bool dominated_fitting(std::int64_t mem_floor, std::int64_t floor) const {
+    if (acc_.top.size() != acc_.k || floor <= acc_.top.back().time_ns) return false;
+    return std::any_of(acc_.front.begin(), acc_.front.end(),
+                       [&](const ScoredStrategy& y) { return y.mem <= mem_floor && y.time_ns < floor; });
+  }
+
+  // A ZeRO setting whose model states and overheads alone overflow: every recompute mode and
+  // micro-batch size under it holds the same model states and overheads (neither reads them, and
+  // the search's n_rc = 0 keeps the same layer runs), and its peak is at least those (allocated ≥
+  // the static total, §11), so none of them fits. They are skipped once this task has something
+  // fitting (so `closest` is not reported) or the floor lies above this task's closest (so none
+  // of them could be it).
+  void note_overflow(const Strategy& s) {
+    const double floor = scratch().mem.static_floor;
+    if (floor > budget_ && (acc_.fitting > 0 || floor > static_cast<double>(acc_.closest->mem))) {
+      zero_failed_ = true;
+      failed_setting_ = s;
+    }
+  }
+  bool in_failed_setting(const Strategy& s) const { return zero_failed_ && same_setting(s, failed_setting_); }
+
+  void record_fitting(ScoredStrategy& x) {
+    estimate_time(x);
+    ++acc_.fitting;
+    acc_.add_fitting(x);
+  }
+
+  // The strategies of one micro-batch run (b ascending, all valid). At fixed gb the peak is
+  // non-decreasing in b (memory-model.md §15, the property the search prunes with), so the ones
+  // that fit are a prefix: its end is found by bisection, and a fitting strategy after an
+  // estimated one has at least that one's peak. Those whose floors (that peak, and the step-time
+  // floor) show them dominated and out of the top-k are counted without any estimate.
+  void settle_run() {
+    const std::size_t n = pending_.size();
+    acc_.valid += static_cast<std::int64_t>(n);
+    if (in_failed_setting(pending_[0])) return;
+    estimates_.resize(n);
+    std::fill(estimates_.begin(), estimates_.end(), ScoredStrategy{});
+    double static_floor = 0;  // the same for the whole run (it reads neither b nor m)
+    // The number of b that fit, `hi`, from `lo` (the largest index known to fit, −1: none) and
+    // `hi` (the smallest known not to, n: none). The first guess is where the previous ZeRO
+    // setting's run of this setting and mode ended (on DeepSeek-V3 1,024 half the time the same
+    // b, a third of the time the next), so that a run usually takes the two estimates either side
+    // of its end; without one, the smallest b first (most runs then fail there), then bisection.
+    std::ptrdiff_t lo = -1, hi = static_cast<std::ptrdiff_t>(n);
+    auto probe = [&](std::ptrdiff_t i) {
+      const auto k = static_cast<std::size_t>(i);
+      bool fits = false;
+      estimates_[k] = estimate_memory(pending_[k], fits);
+      static_floor = scratch().mem.static_floor;
+      if (fits) {
+        lo = i;
+      } else {
+        hi = i;
+        acc_.consider_closest(estimates_[k]);
+      }
+    };
+    const std::size_t mode = static_cast<std::size_t>(pending_[0].recompute);
+    std::ptrdiff_t guess = 0;
+    if (last_node_[mode] == node_of(pending_[0])) guess = static_cast<std::ptrdiff_t>(last_end_[mode]);
+    const auto none_fails = static_cast<std::ptrdiff_t>(n);
+    if (guess < none_fails) probe(guess);  // expected not to fit
+    if (hi == guess && guess > 0) {
+      probe(guess - 1);  // expected to fit
+    } else if (lo == guess && guess + 1 < none_fails) {
+      probe(guess + 1);
+    }
+    while (hi - lo > 1) probe(hi == none_fails ? hi - 1 : lo + (hi - lo) / 2);
+    remember_end(static_cast<std::size_t>(hi));
+    if (hi == 0) {
+      note_overflow(pending_[0]);
+      return;
+    }
+    // pending_[0, hi) fit. One not estimated has at least the run's static floor and the peak of
+    // any estimated before it.
+    std::int64_t mem_floor = static_cast<std::int64_t>(std::ceil(static_floor));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(hi); ++i) {
+      ScoredStrategy& x = estimates_[i];
+      const bool estimated = x.mem > 0;  // a peak holds at least the CUDA context
+      if (estimated) mem_floor = x.mem;
+      if (dominated_fitting(mem_floor, floor_ns(pending_[i]))) {
+        ++acc_.fitting;
+        continue;
+      }
+      if (!estimated) {
+        bool fits = false;
+        x = estimate_memory(pending_[i], fits);
+        if (!fits) throw std::logic_error("a micro-batch run whose peak falls as b rises");
+        mem_floor = x.mem;
+        if (dominated_fitting(mem_floor, floor_ns(pending_[i]))) {
+          ++acc_.fitting;
+          continue;
+        }
+      }
+      record_fitting(x);
+    }
+  }
+
+  // A run's setting without its ZeRO setting, micro-batch size and count.
+  static Strategy node_of(const Strategy& s) {
+    Strategy k = s;
+    k.zero = 0;
+    k.shard_group = 1;
+    k.micro_batch = 1;
+    k.num_microbatches = 1;
+    return k;
+  }
+  void remember_end(std::size_t end) {
+    const std::size_t mode = static_cast<std::size_t>(pending_[0].recompute);
+    last_node_[mode] = node_of(pending_[0]);
+    last_end_[mode] = end;
+  }
+
+  // One strategy at a time, b rising within a run (the plain search, best-only and the cloud).
+  void score_in_turn(const Strategy& s) {
+    ++acc_.valid;
+    // Once a b does not fit, no larger b does (memory-model.md §15): counted without estimating.
+    if (options_.prune && (b_run_failed_ || in_failed_setting(s))) return;
+    if (options_.best_only) {
+      // Skipped when even its floor is slower than the k-th fastest found (llround is monotone:
+      // its step time in ns is then above it too, so it is not in the top-k).
+      std::int64_t bar = acc_.top.size() == acc_.k ? acc_.top.back().time_ns : INT64_MAX;
+      if (acc_.k == 1) bar = std::min(bar, fastest_.load(std::memory_order_relaxed));
+      if (bar != INT64_MAX && floor_ns(s) > bar) return;
+    }
+    bool fits = false;
+    ScoredStrategy x = estimate_memory(s, fits);
+    if (!fits) {
+      b_run_failed_ = true;
+      acc_.consider_closest(x);
+      if (options_.prune) note_overflow(s);
+      return;
+    }
+    if (options_.prune && !options_.collect_cloud && !options_.best_only && dominated_fitting(x.mem, floor_ns(s))) {
+      ++acc_.fitting;
+      return;
+    }
+    estimate_time(x);
+    ++acc_.fitting;
+    if (options_.best_only) {
+      acc_.add_top(x);
+      if (acc_.k == 1) {
+        std::int64_t seen = fastest_.load(std::memory_order_relaxed);
+        while (x.time_ns < seen && !fastest_.compare_exchange_weak(seen, x.time_ns, std::memory_order_relaxed)) {
+        }
+      }
+    } else {
+      acc_.add_fitting(x);
+    }
+    if (options_.collect_cloud) acc_.cloud.add(x.peak_bytes, budget_, x.step_s);
+  }
+
+  const Model& m_;
+  const Run& run_;
+  const Cluster& cluster_;
+  const SearchOptions& options_;
+  const double budget_;
+  const std::uint64_t context_;
+  std::atomic<std::int64_t>& fastest_;
+  Partial& acc_;
+  const bool settle_runs_;
+  bool b_run_failed_ = false;
+  bool zero_failed_ = false;  // the ZeRO setting of failed_setting_ overflows on its own
+  Strategy failed_setting_;
+  // Per recompute mode, the last settled run's setting (node_of) and where its fitting prefix ended.
+  std::array<Strategy, 3> last_node_{};
+  std::array<std::size_t, 3> last_end_{};
+  std::vector<Strategy> pending_;      // the current run's valid strategies (settle_runs_)
+  std::vector<ScoredStrategy> estimates_;  // their memory estimates where made (mem 0: none)
+};
+
 }  // namespace
 
 SearchResult run_search(const SearchSpace& space, const SearchOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const auto triples = space.triples();
-  const Model& m = *space.model;
-  const Run& run = *space.run;
-  const Cluster& cluster = *space.cluster;
-  const double budget = cluster.device.capacity - options.headroom_bytes;
+  const double budget = space.cluster->device.capacity - options.headroom_bytes;
   std::atomic<std::size_t> done{0};
   std::atomic<bool> interrupted{false};
   // This search's token for the estimators' per-thread memos (zero_free_memo.hpp): a thread may
@@ -123,105 +370,26 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   const Partial total = tbb::parallel_reduce(
       tbb::blocked_range<std::size_t>(0, triples.size(), 1), init,
       [&](const tbb::blocked_range<std::size_t>& range, Partial acc) {
+        TaskScorer scorer(space, options, budget, context, fastest, acc);
         for (std::size_t t = range.begin(); t != range.end(); ++t) {
           if (options.stop && options.stop->load()) {
             interrupted = true;
             break;
           }
-          bool b_run_failed = false;
-          // A ZeRO setting whose model states alone overflow (see below), and its strategies' bound.
-          bool zero_failed = false;
-          Strategy failed_setting;
           space.for_each(triples[t], [&](const Strategy& s, const Position& at) {
-            if (at.first) b_run_failed = false;
+            if (at.first) scorer.open_run();
             acc.enumerated += at.weight;
             if (at.failed != Position::kValid) {
               acc.histogram[at.failed] += at.weight;
               return;
             }
             if (at.weight != 1) throw std::logic_error("a weighted H12-tail candidate passed every rule");
-            ++acc.valid;
-            // At fixed other values the peak is non-decreasing in b (memory-model.md §15), so
-            // once a b does not fit, no larger b does: count them without estimating.
-            if (options.prune && b_run_failed) return;
-            if (options.prune && zero_failed && same_setting(s, failed_setting)) return;
-            // Per-thread storage reused from estimate to estimate: scoring allocates nothing.
-            thread_local MemoryScratch scratch;
-            thread_local MemoryReport mem;
-            thread_local TimeReport time;
-            thread_local StepTimeScratch time_scratch;
-            scratch.memo_context = context;
-            time_scratch.memo_context = context;
-            if (options.best_only) {
-              // Skipped when even its floor is slower than the k-th fastest found (llround is
-              // monotone: its step time in ns is then above it too, so it is not in the top-k).
-              std::int64_t bar = acc.top.size() == acc.k ? acc.top.back().time_ns : INT64_MAX;
-              if (acc.k == 1) bar = std::min(bar, fastest.load(std::memory_order_relaxed));
-              if (bar != INT64_MAX) {
-                const double floor = step_time_floor(time_scratch, m, run, cluster, s, scratch.prepare_layout(m, run, s));
-                if (std::llround(floor * 1e9) > bar) return;
-              }
-            }
-            ++acc.estimated;
-            estimate_memory_into(mem, scratch, m, run, cluster, s, options.headroom_bytes);
-            ScoredStrategy x;
-            x.strategy = s;
-            x.peak_bytes = mem.peak;
-            x.mem = static_cast<std::int64_t>(std::ceil(mem.peak));
-            x.peak_stage = mem.peak_stage;
-            if (!mem.fits) {
-              b_run_failed = true;
-              acc.consider_closest(x);
-              // Every recompute mode and micro-batch size under this ZeRO setting holds the same
-              // model states and overheads (neither reads them, and the search's n_rc = 0 keeps
-              // the same layer runs), and its peak is at least those (allocated ≥ the static
-              // total, §11). When that floor overflows, none of them fits: they are skipped once
-              // this task has something fitting (so `closest` is not reported) or the floor lies
-              // above this task's closest (so none of them could be it).
-              if (options.prune) {
-                const double floor = mem.static_floor;
-                if (floor > budget && (acc.fitting > 0 || floor > static_cast<double>(acc.closest->mem))) {
-                  zero_failed = true;
-                  failed_setting = s;
-                }
-              }
-              return;
-            }
-            // It fits. Its step time is needed only if it could enter the top-k or the front (or
-            // the cloud): not when its floor (step_time.hpp) is above the k-th fastest and a front
-            // point at most as large is faster than the floor — it is then dominated.
-            if (options.prune && !options.collect_cloud && !options.best_only && acc.top.size() == acc.k) {
-              const std::int64_t floor_ns =
-                  std::llround(step_time_floor(time_scratch, m, run, cluster, s, scratch.layout()) * 1e9);
-              if (floor_ns > acc.top.back().time_ns &&
-                  std::any_of(acc.front.begin(), acc.front.end(), [&](const ScoredStrategy& y) {
-                    return y.mem <= x.mem && y.time_ns < floor_ns;
-                  })) {
-                ++acc.fitting;
-                return;
-              }
-            }
-            estimate_step_time_into(time, time_scratch, m, run, cluster, s, scratch.layout());  // the layout just made for s
-            x.step_s = time.step;
-            x.time_ns = std::llround(time.step * 1e9);
-            x.tokens_per_sec_per_device = time.tokens_per_sec_per_device;
-            x.mfu = time.mfu;
-            ++acc.fitting;
-            if (options.best_only) {
-              acc.add_top(x);
-              if (acc.k == 1) {
-                std::int64_t seen = fastest.load(std::memory_order_relaxed);
-                while (x.time_ns < seen && !fastest.compare_exchange_weak(seen, x.time_ns, std::memory_order_relaxed)) {
-                }
-              }
-            } else {
-              acc.add_fitting(x);
-            }
-            if (options.collect_cloud) acc.cloud.add(x.peak_bytes, budget, x.step_s);
+            scorer.add(s);
           }, [&](std::size_t slot, std::int64_t count) {
             acc.enumerated += count;
             acc.histogram[slot] += count;
           });
+          scorer.flush();
           const std::size_t n = ++done;
           if (options.progress) options.progress(n, triples.size());
         }

@@ -39,7 +39,11 @@ struct SearchResult {
 
 struct SearchOptions {
   std::size_t top_k = 10;
-  bool prune = true;          // skip estimating larger b once a b does not fit (provably same output)
+  // Provable skips (the output is that of the plain search): a micro-batch run's fitting prefix
+  // found by bisection (its peak is non-decreasing in b), fitting strategies that floors show
+  // dominated and out of the top-k counted without estimates, ZeRO settings whose model states
+  // alone overflow skipped.
+  bool prune = true;
   double headroom_bytes = 0;
   bool collect_cloud = false;  // fill SearchResult::cloud (for --plot and --report)
   // Only the top-k is wanted (meshfit check): no front, and a strategy whose step-time floor
