@@ -24,37 +24,53 @@ void interleaved_timeline(std::int64_t pp, std::int64_t v, std::int64_t n_wu, st
   }
 }
 
-// The count vectors of a timeline that no other state of it dominates (≥ in every chunk, > in
-// one), in order of first appearance, as doubles in one row-major block (`n`, states × v) beside
-// the counts themselves. With every A(i,c) > 0 a dominated state is strictly below the one
-// dominating it, so the first maximum of Σ n·A over these is the timeline's first maximum.
+// The count vectors of a timeline that can hold its first maximum of Σ n·A for any A with every
+// A(i,c) > 0 (peak_candidates), in order of first appearance, as doubles in one row-major block
+// (`n`, states × v) beside the counts themselves: the first maximum over these is the timeline's.
 struct StateSet {
   std::vector<double> n;
   std::vector<std::int64_t> counts;
   std::size_t states = 0;
 };
 
-// Which states those are, without comparing every pair: during warm-up (j < n_wu) counts only
+// Which states can hold the first maximum, for every A > 0. During warm-up (j < n_wu) counts only
 // rise, each state the previous plus one, so each warm-up state lies below the next; the first
-// steady state (j = n_wu) is the last warm-up state plus one. Every steady state holds n_wu + 1
-// micro-batches (one forward added to the n_wu left after the previous backward), and of two
-// states with the same total neither is strictly above the other. So the undominated states are
-// the distinct steady states, or with no steady state the last warm-up state alone.
-StateSet undominated(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std::int64_t steady) {
+// steady state (j = n_wu) is the last warm-up state plus one. With no steady state the last
+// warm-up state alone is left. Every steady state holds n_wu + 1 micro-batches, and from one to
+// the next one chunk gains one and another loses one, so the totals of consecutive states change
+// by A(gain) − A(loss): along a stretch where that pair of chunks stays the same the totals form
+// an arithmetic progression, whose first maximum (exact arithmetic) is its first or last state.
+// So the states kept are the ends of those stretches, distinct, in order of first appearance.
+StateSet peak_candidates(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std::int64_t steady) {
   const auto width = static_cast<std::size_t>(v);
-  StateSet set;
-  auto keep = [&](const std::vector<std::int64_t>& c) {
-    for (std::size_t k = 0; k < set.states; ++k) {
-      if (std::equal(c.begin(), c.end(), set.counts.begin() + static_cast<std::ptrdiff_t>(k * width))) return;
-    }
-    set.counts.insert(set.counts.end(), c.begin(), c.end());
-    ++set.states;
-  };
+  std::vector<std::int64_t> states;  // the steady states in timeline order (or the last warm-up one)
   std::int64_t j = 0;
   interleaved_timeline(pp, v, n_wu, steady, [&](const std::vector<std::int64_t>& c) {
-    if (steady > 0 ? j >= n_wu : j == n_wu - 1) keep(c);
+    if (steady > 0 ? j >= n_wu : j == n_wu - 1) states.insert(states.end(), c.begin(), c.end());
     ++j;
   });
+  const std::size_t count = states.size() / std::max<std::size_t>(width, 1);
+  auto state = [&](std::size_t k) { return states.begin() + static_cast<std::ptrdiff_t>(k * width); };
+  // True when the step into state k changes the same chunks by the same amounts as the step out.
+  auto inner = [&](std::size_t k) {
+    if (k == 0 || k + 1 >= count) return false;
+    for (std::size_t c = 0; c < width; ++c) {
+      if (state(k)[c] - state(k - 1)[c] != state(k + 1)[c] - state(k)[c]) return false;
+    }
+    return true;
+  };
+  StateSet set;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (inner(k)) continue;
+    bool seen = false;
+    for (std::size_t e = 0; e < set.states && !seen; ++e) {
+      seen = std::equal(state(k), state(k) + static_cast<std::ptrdiff_t>(width),
+                        set.counts.begin() + static_cast<std::ptrdiff_t>(e * width));
+    }
+    if (seen) continue;
+    set.counts.insert(set.counts.end(), state(k), state(k) + static_cast<std::ptrdiff_t>(width));
+    ++set.states;
+  }
   set.n.assign(set.counts.begin(), set.counts.end());
   return set;
 }
@@ -62,7 +78,7 @@ StateSet undominated(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std::in
 // The states of every stage for (pp, v, m), which fix each stage's warm-up and steady length;
 // kept per thread, computed once. Consecutive calls (the stages of one estimate, and estimates
 // that share pp, v and m) find them without a lookup.
-const StateSet& undominated_states(std::int64_t pp, std::int64_t v, std::int64_t m, std::int64_t i) {
+const StateSet& candidate_states(std::int64_t pp, std::int64_t v, std::int64_t m, std::int64_t i) {
   using Key = std::array<std::int64_t, 3>;
   thread_local std::map<Key, std::vector<StateSet>> cache;
   thread_local Key last_key{-1, -1, -1};
@@ -75,7 +91,7 @@ const StateSet& undominated_states(std::int64_t pp, std::int64_t v, std::int64_t
       const std::int64_t n_fw = m * v;
       for (std::int64_t stage = 0; stage < pp; ++stage) {
         const std::int64_t n_wu = std::min(2 * (pp - stage - 1) + (v - 1) * pp, n_fw);
-        stages.push_back(undominated(pp, v, n_wu, std::min(n_fw - n_wu, pp * v)));
+        stages.push_back(peak_candidates(pp, v, n_wu, std::min(n_fw - n_wu, pp * v)));
       }
       it = cache.emplace(key, std::move(stages)).first;
     }
@@ -97,7 +113,7 @@ double interleaved(std::vector<std::int64_t>& counts, const Strategy& s, std::in
     return t;
   };
   if (std::all_of(A.begin(), A.end(), [](double a) { return a > 0; })) {
-    const StateSet& set = undominated_states(pp, v, m, i);
+    const StateSet& set = candidate_states(pp, v, m, i);
     const auto width = static_cast<std::size_t>(v);
     std::size_t best = 0;
     for (std::size_t k = 0; k < set.states; ++k) {

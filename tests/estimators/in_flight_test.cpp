@@ -79,6 +79,11 @@ TEST_CASE("interleaved 1F1B: the bounded simulation equals the full timeline") {
           std::vector<std::int64_t> counts;
           CHECK(in_flight(s, i, A).peak == reference_interleaved(pp, v, m, i, A, &counts));
           CHECK(in_flight(s, i, A).counts == counts);
+          // Chunks of two sizes in turn: ties between states of different stretches.
+          std::vector<double> two_sizes;
+          for (std::int64_t c = 0; c < v; ++c) two_sizes.push_back(c % 2 == 0 ? 5.0 : 7.0);
+          CHECK(in_flight(s, i, two_sizes).peak == reference_interleaved(pp, v, m, i, two_sizes, &counts));
+          CHECK(in_flight(s, i, two_sizes).counts == counts);
           // Equal chunks: every steady state ties, and the first is the one reported (ruling 1).
           const std::vector<double> equal(static_cast<std::size_t>(v), 3.0);
           CHECK(in_flight(s, i, equal).peak == reference_interleaved(pp, v, m, i, equal, &counts));
