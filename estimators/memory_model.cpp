@@ -343,8 +343,12 @@ void finish(MemoryReport& report, const ActivationSide& side, StaticSide& static
     end_states[static_cast<std::size_t>(Part::mtp_extra)] = model_states(mtp_extra, z, run, false, keep_gathered);
     statics.stages.assign(static_cast<std::size_t>(s.pp), ModelStates{});
     statics.held.assign(static_cast<std::size_t>(s.pp), 0.0);
+    statics.communicators.assign(static_cast<std::size_t>(s.pp), 0);
     for (std::size_t i = 0; i < statics.stages.size(); ++i) {
       const StageActivations& a = side.stages[i];
+      const StageGroups groups{a.has_moe,
+                               (m.tie || m.mtp_depths > 0) && split_ends && (a.partial.embedding || a.partial.head)};
+      statics.communicators[i] = communicator_count(s, m.is_moe(), groups);
       ModelStates& states = statics.stages[i];
       for (const auto& [part, times] : a.parts) {
         switch (part) {
@@ -481,8 +485,7 @@ void finish(MemoryReport& report, const ActivationSide& side, StaticSide& static
     st.step_phase_binds = step > backward;
     st.allocated = std::max(backward, step);
     st.reserved = st.allocated * (1 + dev.fragmentation);
-    const StageGroups groups{a.has_moe, (m.tie || m.mtp_depths > 0) && split_ends && (st.embedding || st.head)};
-    st.communicators = communicator_count(s, m.is_moe(), groups);
+    st.communicators = statics.communicators[static_cast<std::size_t>(i)];
     st.cuda_context = dev.overhead_context;
     st.communicator_buffers = static_cast<double>(st.communicators) * dev.overhead_per_communicator;
     st.workspaces = dev.overhead_workspaces;

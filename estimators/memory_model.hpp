@@ -91,6 +91,7 @@ struct StaticSide {
   std::array<KindStates, 2> kinds{};
   std::vector<ModelStates> stages;  // replayed in the activation side's order
   std::vector<double> held;         // FSDP2 root and last block kept gathered, bytes
+  std::vector<std::int64_t> communicators;  // n_comm per stage (§10.2)
 };
 
 // The activation side of one strategy: the same for every (z, G).

@@ -57,14 +57,6 @@ std::int64_t vstage_slots(const Run& run, const Strategy& s, std::int64_t slots,
 
 }  // namespace
 
-std::int64_t PipelineLayout::vstage_of(std::int64_t stage, std::int64_t chunk) const {
-  // The inverse of make_layout's placement: u = chunk·pp + stage, or the V of DualPipeV (§5.2).
-  const auto nv = static_cast<std::int64_t>(vstages.size());
-  if (pp <= 0 || stage < 0 || stage >= pp || chunk < 0) return -1;
-  const std::int64_t u = dualpipev ? (chunk == 0 ? stage : chunk == 1 ? 2 * pp - 1 - stage : nv) : chunk * pp + stage;
-  return u < nv ? u : -1;
-}
-
 std::int64_t PipelineLayout::stage_layers(std::int64_t stage) const {
   std::int64_t n = 0;
   for (const auto& v : vstages) n += v.stage == stage ? v.layers : 0;

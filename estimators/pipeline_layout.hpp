@@ -25,8 +25,14 @@ struct PipelineLayout {
   std::int64_t pp = 0;                // pipeline stages
   bool dualpipev = false;             // virtual stages placed as a V (§5.2)
 
-  // Virtual stage index held as chunk c of stage i.
-  std::int64_t vstage_of(std::int64_t stage, std::int64_t chunk) const;
+  // Virtual stage index held as chunk c of stage i (−1: none): the inverse of make_layout's
+  // placement, u = chunk·pp + stage, or the V of DualPipeV (§5.2). Inline: the estimators' hot path.
+  std::int64_t vstage_of(std::int64_t stage, std::int64_t chunk) const {
+    const auto nv = static_cast<std::int64_t>(vstages.size());
+    if (pp <= 0 || stage < 0 || stage >= pp || chunk < 0) return -1;
+    const std::int64_t u = dualpipev ? (chunk == 0 ? stage : chunk == 1 ? 2 * pp - 1 - stage : nv) : chunk * pp + stage;
+    return u < nv ? u : -1;
+  }
   std::int64_t stage_layers(std::int64_t stage) const;
 };
 

@@ -87,7 +87,15 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
   const double table = v_pad * h / tp;
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
 
-  side.model_flops = 3 * static_cast<double>(run.global_batch) * sequence_flops(m, seq);
+  if (!cache || context == 0 || cache->flops_context != context) {
+    side.model_flops = 3 * static_cast<double>(run.global_batch) * sequence_flops(m, seq);
+    if (cache && context != 0) {
+      cache->flops_context = context;
+      cache->model_flops = side.model_flops;
+    }
+  } else {
+    side.model_flops = cache->model_flops;
+  }
   side.stages.resize(static_cast<std::size_t>(s.pp));
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageCompute& sc = side.stages[static_cast<std::size_t>(i)];

@@ -41,6 +41,9 @@ struct LayerTimeCache {
     std::array<LayerTime, 2> times{};  // dense, MoE
   };
   std::vector<Entry> slots;  // 256, allocated on first use
+  // F_model (ComputeSide::model_flops) reads only the model and the run: kept for `flops_context`.
+  std::uint64_t flops_context = 0;
+  double model_flops = 0;
 };
 
 // Storage an estimate works in (the search keeps one per thread); setting `memo_context`
