@@ -121,7 +121,9 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCach
   const double tr_cp = seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node)
                             : cp_buffer_transient(m, run, s, dev.devices_per_node);
   const double tr_ep = m.is_moe() ? ep_buffer_transient(m, run, s, n_cp) : 0;
-  side.stages.resize(static_cast<std::size_t>(s.pp));
+  // Grown, never shrunk: a memo entry serves strategies of every pp in turn, and shrinking would
+  // free the stages' vectors only for the next larger pp to allocate them again.
+  if (side.stages.size() < static_cast<std::size_t>(s.pp)) side.stages.resize(static_cast<std::size_t>(s.pp));
   const auto n_chunks = static_cast<std::size_t>(s.vpp);
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageActivations& a = side.stages[static_cast<std::size_t>(i)];
@@ -280,7 +282,8 @@ Strategy static_key(const Strategy& s) {
 // The estimate: the activation side, then per (z, G) the model states, the ZeRO/FSDP parts of the
 // transients and the totals (§6, §9, §11). `statics` holds the (z, G) side's b-free parts, reused
 // when its key and `context` match (context 0: always recomputed).
-void finish(MemoryReport& report, const ActivationSide& side, StaticSide& statics, std::uint64_t context,
+void finish(MemoryReport& report, std::vector<StageMemory>& spare, const ActivationSide& side, StaticSide& statics,
+            std::uint64_t context,
             const Model& m, const Run& run, const Device& dev, const Strategy& s, const PipelineLayout& layout,
             double headroom_bytes) {
   const bool seed = run.rules == Rules::sapp_nd;
@@ -383,7 +386,21 @@ void finish(MemoryReport& report, const ActivationSide& side, StaticSide& static
   report.peak = 0;
   report.peak_stage = 0;
   report.static_floor = 0;
-  report.stages.resize(static_cast<std::size_t>(s.pp));
+  // The report holds exactly pp stages; those a smaller pp leaves are kept in `spare` with their
+  // vectors' storage, for the next larger pp (no allocation once warm).
+  const auto pp = static_cast<std::size_t>(s.pp);
+  while (report.stages.size() > pp) {
+    spare.push_back(std::move(report.stages.back()));
+    report.stages.pop_back();
+  }
+  while (report.stages.size() < pp) {
+    if (spare.empty()) {
+      report.stages.emplace_back();
+    } else {
+      report.stages.push_back(std::move(spare.back()));
+      spare.pop_back();
+    }
+  }
   for (std::int64_t i = 0; i < s.pp; ++i) {
     const StageActivations& a = side.stages[static_cast<std::size_t>(i)];
     StageMemory& st = report.stages[static_cast<std::size_t>(i)];
@@ -530,13 +547,13 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
   if (context == 0) {
     activation_side(scratch.side, scratch.runs, nullptr, 0, m, run, dev, s, scratch.layout());
-    finish(report, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(), headroom_bytes);
+    finish(report, scratch.spare_stages, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(), headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
   if (fresh) activation_side(side, scratch.runs, &scratch.kinds, context, m, run, dev, s, scratch.layout());
-  finish(report, side, scratch.statics, context, m, run, dev, s, scratch.layout(), headroom_bytes);
+  finish(report, scratch.spare_stages, side, scratch.statics, context, m, run, dev, s, scratch.layout(), headroom_bytes);
 }
 
 }  // namespace meshfit

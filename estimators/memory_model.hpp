@@ -96,7 +96,7 @@ struct StaticSide {
 
 // The activation side of one strategy: the same for every (z, G).
 struct ActivationSide {
-  std::vector<StageActivations> stages;
+  std::vector<StageActivations> stages;  // at least pp; the first pp are the strategy's
   std::array<RankParams, 2> params{};  // one layer's per-rank parameters, dense and MoE
 };
 
@@ -119,6 +119,7 @@ struct MemoryScratch {
   ZeroFreeMemo<ActivationSide> memo;
   StaticSide statics;
   KindCache kinds;
+  std::vector<StageMemory> spare_stages;  // report stages a smaller pp left, storage kept
 };
 
 // estimate_memory into `out`, reusing its storage and `scratch`'s.
