@@ -269,6 +269,28 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCach
   }
 }
 
+// What the activation side put in a stage (its `partial`) that the totals read, without the
+// per-chunk vectors (finish reads those from the partial itself), and the conditional fields at
+// their defaults: a stage totalled without detail. The search's memory estimates go this way;
+// a test requires the same peak, stage, fit and floor as with detail.
+void copy_totals(StageMemory& st, const StageMemory& p) {
+  st.stage = p.stage;
+  st.layers = p.layers;
+  st.full_recompute = p.full_recompute;
+  st.embedding = p.embedding;
+  st.head = p.head;
+  st.mtp_depths = p.mtp_depths;
+  st.activations = p.activations;
+  st.tr_attn = p.tr_attn;
+  st.tr_logits = p.tr_logits;
+  st.tr_cp = p.tr_cp;
+  st.tr_ep = p.tr_ep;
+  st.deferred_grads = p.deferred_grads;
+  st.tr_fsdp = p.tr_fsdp;
+  st.tr_dpv = p.tr_dpv;
+  st.tr_layer_at = p.tr_layer_at;
+}
+
 // The key a StaticSide is kept under: `s` without its micro-batch size, micro-batch count and
 // non-full recompute mode (none and selective hold the same model states).
 Strategy static_key(const Strategy& s) {
@@ -282,10 +304,9 @@ Strategy static_key(const Strategy& s) {
 // The estimate: the activation side, then per (z, G) the model states, the ZeRO/FSDP parts of the
 // transients and the totals (§6, §9, §11). `statics` holds the (z, G) side's b-free parts, reused
 // when its key and `context` match (context 0: always recomputed).
-void finish(MemoryReport& report, std::vector<StageMemory>& spare, const ActivationSide& side, StaticSide& statics,
-            std::uint64_t context,
-            const Model& m, const Run& run, const Device& dev, const Strategy& s, const PipelineLayout& layout,
-            double headroom_bytes) {
+void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, const ActivationSide& side,
+            StaticSide& statics, std::uint64_t context, const Model& m, const Run& run, const Device& dev,
+            const Strategy& s, const PipelineLayout& layout, double headroom_bytes) {
   const bool seed = run.rules == Rules::sapp_nd;
   const RunOptions& o = run.options;
   const double h = static_cast<double>(m.hidden);
@@ -386,9 +407,9 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, const Activat
   report.peak = 0;
   report.peak_stage = 0;
   report.static_floor = 0;
-  // The report holds exactly pp stages; those a smaller pp leaves are kept in `spare` with their
-  // vectors' storage, for the next larger pp (no allocation once warm).
-  const auto pp = static_cast<std::size_t>(s.pp);
+  // The report holds exactly pp stages (none without detail); those it no longer needs are kept
+  // in `spare` with their vectors' storage, for a later larger pp (no allocation once warm).
+  const auto pp = detail ? static_cast<std::size_t>(s.pp) : 0;
   while (report.stages.size() > pp) {
     spare.push_back(std::move(report.stages.back()));
     report.stages.pop_back();
@@ -401,10 +422,15 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, const Activat
       spare.pop_back();
     }
   }
+  StageMemory lean;  // the stage being totalled without detail (its vectors stay empty)
   for (std::int64_t i = 0; i < s.pp; ++i) {
     const StageActivations& a = side.stages[static_cast<std::size_t>(i)];
-    StageMemory& st = report.stages[static_cast<std::size_t>(i)];
-    st = a.partial;
+    StageMemory& st = detail ? report.stages[static_cast<std::size_t>(i)] : lean;
+    if (detail) {
+      st = a.partial;
+    } else {
+      copy_totals(st, a.partial);
+    }
     const ModelStates& states = statics.stages[static_cast<std::size_t>(i)];
     st.weights = states.weights;
     st.grads = states.grads;
@@ -443,7 +469,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, const Activat
 
     if (o.grad_clip && (seed || o.grad_clip_seed)) {
       for (std::size_t c = 0; c < a.full_layers.size(); ++c) {
-        const double n = static_cast<double>(st.chunk_inflight[c]);
+        const double n = static_cast<double>(a.partial.chunk_inflight[c]);
         for (std::size_t kind_index = 0; kind_index < 2; ++kind_index) {
           const std::int64_t count = a.full_layers[c][kind_index];
           if (count == 0) continue;
@@ -486,7 +512,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, const Activat
         }
         t[c] = best == kNone ? 0 : best;
       }
-      st.tr_dpv = std::max(st.chunk_bytes[0] + t[1], st.chunk_bytes[1] + t[0]);
+      st.tr_dpv = std::max(a.partial.chunk_bytes[0] + t[1], a.partial.chunk_bytes[1] + t[0]);
       layer_candidate = st.tr_dpv;
     }
     st.transient = std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket,
@@ -538,7 +564,7 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
 }
 
 void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Model& m, const Run& run,
-                          const Cluster& cluster, const Strategy& s, double headroom_bytes) {
+                          const Cluster& cluster, const Strategy& s, double headroom_bytes, bool stage_detail) {
   // --rules sapp-nd: the seed's own expressions where §17.3 says the default rules depart.
   const bool seed = run.rules == Rules::sapp_nd;
   const Device dev = seed ? sapp_nd::overheads(cluster.device) : cluster.device;
@@ -547,13 +573,13 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
   if (context == 0) {
     activation_side(scratch.side, scratch.runs, nullptr, 0, m, run, dev, s, scratch.layout());
-    finish(report, scratch.spare_stages, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(), headroom_bytes);
+    finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(), headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
   if (fresh) activation_side(side, scratch.runs, &scratch.kinds, context, m, run, dev, s, scratch.layout());
-  finish(report, scratch.spare_stages, side, scratch.statics, context, m, run, dev, s, scratch.layout(), headroom_bytes);
+  finish(report, scratch.spare_stages, stage_detail, side, scratch.statics, context, m, run, dev, s, scratch.layout(), headroom_bytes);
 }
 
 }  // namespace meshfit

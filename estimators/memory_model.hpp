@@ -122,8 +122,10 @@ struct MemoryScratch {
   std::vector<StageMemory> spare_stages;  // report stages a smaller pp left, storage kept
 };
 
-// estimate_memory into `out`, reusing its storage and `scratch`'s.
+// estimate_memory into `out`, reusing its storage and `scratch`'s. Without `stage_detail` (the
+// search) only the totals are made: peak, peak_stage, fits, static_floor, and `out.stages` empty.
 void estimate_memory_into(MemoryReport& out, MemoryScratch& scratch, const Model& model, const Run& run,
-                          const Cluster& cluster, const Strategy& s, double headroom_bytes = 0);
+                          const Cluster& cluster, const Strategy& s, double headroom_bytes = 0,
+                          bool stage_detail = true);
 
 }  // namespace meshfit

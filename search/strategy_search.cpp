@@ -152,7 +152,7 @@ class TaskScorer {
   ScoredStrategy estimate_memory(const Strategy& s, bool& fits) {
     Scratch& sc = scratch();
     ++acc_.estimated;
-    estimate_memory_into(sc.mem, sc.memory, m_, run_, cluster_, s, options_.headroom_bytes);
+    estimate_memory_into(sc.mem, sc.memory, m_, run_, cluster_, s, options_.headroom_bytes, false);
     ScoredStrategy x;
     x.strategy = s;
     x.peak_bytes = sc.mem.peak;

@@ -1,6 +1,7 @@
 // The search reuses a strategy's activation side (memory) and compute side (step time) across
 // ZeRO settings (estimators/zero_free_memo.hpp). A reused estimate must equal a fresh one in every
-// reported field, whatever came before it in the same scratch.
+// reported field, whatever came before it in the same scratch; and the search's estimate of the
+// totals alone (no stage detail) the fresh one's totals.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -68,12 +69,15 @@ TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
     const char* model;
     std::int64_t devices, seq, gb;
     const char* base;  // everything but zero, shard_group, recompute, mbs
+    int variant = 0;   // 1: grad_clip_model seed; 2: --rules sapp-nd
   };
   const Family families[] = {
       {"deepseek-v3", 256, 4096, 1024, "dp=8,tp=8,sp=true,pp=4,vpp=2,ep=32"},
       {"deepseek-v3", 256, 4096, 1024, "dp=8,tp=8,sp=true,pp=4,vpp=2,pp_schedule=dualpipev,ep=32"},
       {"mixtral-8x7b", 64, 4096, 256, "dp=8,tp=2,sp=true,pp=4,ep=8"},
       {"llama-3.1-70b", 64, 8192, 512, "dp=4,tp=4,sp=true,pp=2,cp=2,cp_algo=ring"},
+      {"llama-3.1-70b", 64, 8192, 512, "dp=4,tp=4,sp=true,pp=4,vpp=2", 1},
+      {"mixtral-8x7b", 64, 4096, 256, "dp=8,tp=2,sp=true,pp=4,ep=8", 2},
   };
   const char* zeros[] = {"zero=0", "zero=1,shard_group=2", "zero=2", "zero=3", "zero=3,shard_group=4"};
   const char* modes[] = {"recompute=none", "recompute=selective", "recompute=full"};
@@ -89,7 +93,9 @@ TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
       scratch.memo_context = 7;
       StepTimeScratch time_scratch;
       time_scratch.memo_context = 7;
-      MemoryReport reused;
+      MemoryScratch totals_scratch;  // the search's way: totals only, no stage detail
+      totals_scratch.memo_context = 7;
+      MemoryReport reused, totals;
       TimeReport reused_time;
       int checked = 0;
       std::vector<std::array<std::size_t, 3>> order;  // (zero, mode, size) indices, in visiting order
@@ -115,8 +121,17 @@ TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
         } catch (const std::exception&) {
           continue;  // a combination the model cannot take (H16's shard-group clause, ...)
         }
+        if (f.variant == 1) c.run.options.grad_clip = c.run.options.grad_clip_seed = true;
+        if (f.variant == 2) c.run.rules = Rules::sapp_nd;
         estimate_memory_into(reused, scratch, c.model, c.run, c.cluster, c.strategy);
-        check_same_memory(reused, estimate_memory(c.model, c.run, c.cluster, c.strategy));
+        const MemoryReport fresh = estimate_memory(c.model, c.run, c.cluster, c.strategy);
+        check_same_memory(reused, fresh);
+        estimate_memory_into(totals, totals_scratch, c.model, c.run, c.cluster, c.strategy, 0, false);
+        CHECK(totals.stages.empty());
+        CHECK(totals.peak == fresh.peak);
+        CHECK(totals.peak_stage == fresh.peak_stage);
+        CHECK(totals.fits == fresh.fits);
+        CHECK(totals.static_floor == fresh.static_floor);
         estimate_step_time_into(reused_time, time_scratch, c.model, c.run, c.cluster, c.strategy, scratch.layout());
         check_same_time(reused_time, estimate_step_time(c.model, c.run, c.cluster, c.strategy));
         ++checked;
