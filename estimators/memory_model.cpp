@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "estimators/activation_plan.hpp"
 #include "estimators/backward_transients.hpp"
 #include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
@@ -47,8 +48,8 @@ void offer(std::array<double, 2>& best, std::array<std::int64_t, 2>* at, std::ar
 }
 
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9).
-void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCache* cache, std::uint64_t context,
-                     const Model& m, const Run& run, const Device& dev, const Strategy& s, const PipelineLayout& layout) {
+void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache* cache, std::uint64_t context,
+                     const Model& m, const Run& run, const Device& dev, const Strategy& s) {
   const bool seed = run.rules == Rules::sapp_nd;
   const RunOptions& o = run.options;
   const std::int64_t nv = s.virtual_stages();
@@ -115,7 +116,6 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCach
   }
   const FfnKind mtp_ffn = m.layer_ffn.empty() ? FfnKind::dense : m.layer_ffn.back();
   const std::size_t mtp_kind = mtp_ffn == FfnKind::moe ? 1 : 0;
-  const bool split_ends = layout.vstages.front().stage != layout.head_stage;
 
   // The CP and EP buffers are the same on every stage that holds layers (MoE layers for EP).
   const double tr_cp = seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node)
@@ -125,94 +125,74 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCach
   // free the stages' vectors only for the next larger pp to allocate them again.
   if (side.stages.size() < static_cast<std::size_t>(s.pp)) side.stages.resize(static_cast<std::size_t>(s.pp));
   const auto n_chunks = static_cast<std::size_t>(s.vpp);
+  // Without full recompute every run takes the strategy's mode; under it the fully recomputed
+  // layers take full and the rest recompute_rest.
+  const Recompute rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageActivations& a = side.stages[static_cast<std::size_t>(i)];
+    const PlannedStage& ps = plan.stages[static_cast<std::size_t>(i)];
     StageMemory& st = a.partial;
     reset(st);
     st.stage = i;
+    st.layers = ps.layers;
+    st.full_recompute = ps.full_recompute;
+    st.embedding = ps.embedding;
+    st.head = ps.head;
+    st.mtp_depths = ps.mtp_depths;
     st.chunk_bytes.assign(n_chunks, 0.0);
-    a.parts.clear();
+    a.parts.assign(plan.parts.begin() + ps.parts_begin, plan.parts.begin() + ps.parts_end);
     a.tr_base = {kNone, kNone};
     a.tr_at = {-1, -1};
     a.tr_order = {0, 0};
-    a.kind_present = {false, false};
+    a.kind_present = ps.kind_present;
     a.seed_last_kind = -1;
     a.seed_last_at = -1;
     a.chunk_tr_base.assign(n_chunks, {kNone, kNone});
     a.full_layers.assign(n_chunks, {0, 0});
     a.full_kept.assign(n_chunks, 0.0);
-    a.has_moe = false;
-    a.last_layer_kind = -1;
+    a.has_moe = ps.has_moe;
+    a.last_layer_kind = ps.last_layer_kind;
     double tr_attn = 0;
     std::int64_t position = 0;  // candidates in the order the one-pass scan meets them
     std::int64_t seed_last_vstage = -1;
 
     for (std::int64_t c = 0; c < s.vpp; ++c) {
       const auto cu = static_cast<std::size_t>(c);
-      const std::int64_t u = layout.vstage_of(i, c);
-      const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u)];
+      const PlannedChunk& pc = plan.chunk(i, c);
+      const std::int64_t u = pc.vstage;
       double& A = st.chunk_bytes[cu];
-      runs.clear();
-      Recompute last_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
-      // The chunk's layers as runs of one kind and one recompute mode (its first full_recompute
-      // layers are fully recomputed under full recompute, the rest take recompute_rest).
-      for (std::int64_t l = 0; l < vs.layers;) {
-        const std::int64_t index = vs.first_layer + l;
-        const FfnKind ffn = m.layer_ffn[static_cast<std::size_t>(index)];
-        Recompute mode = s.recompute;
-        std::int64_t end = vs.layers;
-        if (s.recompute == Recompute::full) {
-          mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
-          if (l < vs.full_recompute) end = vs.full_recompute;
-        }
-        std::int64_t e = l + 1;
-        while (e < end && m.layer_ffn[static_cast<std::size_t>(vs.first_layer + e)] == ffn) ++e;
-        const std::int64_t n = e - l;
-        const double count = static_cast<double>(n);
-        l = e;
-        const KindActivation& k = figures(ffn);
-        const std::uint8_t kind_index = ffn == FfnKind::moe ? 1 : 0;
-        a.has_moe = a.has_moe || ffn == FfnKind::moe;
-        last_mode = mode;
-        LayerActivation act = k.by_mode[static_cast<std::size_t>(mode)];
+      Recompute last_mode = rest_mode;
+      // The chunk's layers as runs of one kind and one recompute mode (activation_plan.hpp).
+      auto act_of = [&](const PlannedRun& R, Recompute mode) {
+        LayerActivation act = figures(R.kind == 1 ? FfnKind::moe : FfnKind::dense).by_mode[static_cast<std::size_t>(mode)];
         if (seed && mode == Recompute::full) act.kept = seed_full_input;
+        return act;
+      };
+      for (std::uint32_t r = pc.begin; r < pc.end; ++r) {
+        const PlannedRun& R = plan.runs[r];
+        const Recompute mode = R.full ? Recompute::full : rest_mode;
+        last_mode = mode;
+        const LayerActivation act = act_of(R, mode);
         if (mode == Recompute::full) {
-          a.full_layers[cu][kind_index] += n;
+          a.full_layers[cu][R.kind] += R.count;
           a.full_kept[cu] = act.kept;
         }
-        A += count * act.kept;
-        a.parts.emplace_back(kind_index == 1 ? Part::moe_layer : Part::dense_layer, count);
-        a.last_layer_kind = kind_index;
-        runs.push_back({act.kept, act.working, index, n, kind_index, mode == Recompute::full});
-        tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
+        A += static_cast<double>(R.count) * act.kept;
+        tr_attn = std::max(tr_attn, n_cp * figures(R.kind == 1 ? FfnKind::moe : FfnKind::dense).census.w_att_tp);
       }
-      st.layers += vs.layers;
-      st.full_recompute += vs.full_recompute;
       double output_side = 0;  // kept bytes the backward frees before reaching the body layers
-      if (u == 0) {
-        st.embedding = true;
-        A += k_emb;
-        a.parts.emplace_back(Part::embedding, 1.0);
-      }
+      if (u == 0) A += k_emb;
       if (u == nv - 1) {
-        st.head = true;
         // The backward frees the logits of the head and of every MTP depth before it reaches a
         // body layer (§9.1's "K_out and MTP logits").
         output_side = k_out * static_cast<double>(1 + m.mtp_depths);
         A += output_side;
-        if (!m.tie) a.parts.emplace_back(Part::vocab, 1.0);
-        if ((m.tie || m.mtp_depths > 0) && split_ends) a.parts.emplace_back(Part::vocab, 1.0);
-        a.parts.emplace_back(Part::final_norm, 1.0);
         // MTP depths (§4.8, §7.7): a body layer of the last layer's kind, eh_proj and norms; each
         // keeps its layer's K_1 and its two inputs and their concatenation (3h), besides its logits.
         const KindActivation& k = figures(mtp_ffn);
         const LayerActivation act = layer_activation(k.census, last_mode, n_cp, h, run, s);
         const double mtp_kept = act.kept + n_cp * 3 * o.beta_a * h / sigma;
         for (std::int64_t d = 0; d < m.mtp_depths; ++d) {
-          a.parts.emplace_back(mtp_kind == 1 ? Part::moe_layer : Part::dense_layer, 1.0);
-          a.parts.emplace_back(Part::mtp_extra, 1.0);
-          a.has_moe = a.has_moe || mtp_ffn == FfnKind::moe;
-          a.kind_present[mtp_kind] = true;
           A += mtp_kept;
           // K_after of depth d: the logits, and the later depths' kept bytes.
           const double after = output_side + mtp_kept * static_cast<double>(m.mtp_depths - 1 - d);
@@ -221,25 +201,24 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCach
           offer(a.chunk_tr_base[cu], nullptr, nullptr, mtp_kind, base, 0, 0);
           tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
         }
-        st.mtp_depths = m.mtp_depths;
       }
       // §9.1: Tr_layer(ℓ) = X − K_after + Pg + Rg + Xsp, scanning from the chunk's last layer.
       // Within a run K_after grows by `kept` ≥ 0 per layer, so the run's largest candidate is
       // its last layer (the first the scan meets, which a strict > keeps on ties); were `kept`
       // negative it would be its first layer.
       double after = output_side;
-      for (std::size_t j = runs.size(); j-- > 0;) {
-        const LayerRun& R = runs[j];
-        const double steps = R.kept < 0 ? static_cast<double>(R.count - 1) : 0;
-        const double base = R.working - (after + steps * R.kept);
-        const std::int64_t at = R.kept < 0 ? R.first : R.first + R.count - 1;
+      for (std::uint32_t j = pc.end; j-- > pc.begin;) {
+        const PlannedRun& R = plan.runs[j];
+        const LayerActivation act = act_of(R, R.full ? Recompute::full : rest_mode);
+        const double steps = act.kept < 0 ? static_cast<double>(R.count - 1) : 0;
+        const double base = act.working - (after + steps * act.kept);
+        const std::int64_t at = act.kept < 0 ? R.first : R.first + R.count - 1;
         const std::int64_t last = R.first + R.count - 1;
-        a.kind_present[R.kind] = true;
         if (seed) {
           // Item 13: the stage's last body layer only; per chunk, the fully recomputed layers.
-          if (j + 1 == runs.size() && u > seed_last_vstage) {
+          if (j + 1 == pc.end && u > seed_last_vstage) {
             seed_last_vstage = u;
-            a.seed_last[0] = R.working - after;
+            a.seed_last[0] = act.working - after;
             a.seed_last_kind = R.kind;
             a.seed_last_at = last;
           }
@@ -248,7 +227,7 @@ void activation_side(ActivationSide& side, std::vector<LayerRun>& runs, KindCach
           offer(a.tr_base, &a.tr_at, &a.tr_order, R.kind, base, at, position++);
           offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
         }
-        after += static_cast<double>(R.count) * R.kept;
+        after += static_cast<double>(R.count) * act.kept;
       }
     }
 
@@ -551,8 +530,21 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
 
 const PipelineLayout& MemoryScratch::prepare_layout(const Model& m, const Run& run, const Strategy& s) {
   current = s.recompute == Recompute::full ? 1 : 0;
-  if (update_layout_key(layout_keys[current], m, run, s)) make_layout_into(layouts[current], m, run, s);
+  if (update_layout_key(layout_keys[current], m, run, s)) {
+    make_layout_into(layouts[current], m, run, s);
+    plan_context[current] = 0;  // the plan of the previous layout
+  }
   return layouts[current];
+}
+
+const ActivationPlan& MemoryScratch::prepare_plan(const Model& m, const Strategy& s, std::uint64_t context) {
+  // The layout does not name the model, whose layer kinds the plan reads: kept only within one
+  // search (context), remade for every estimate without one.
+  if (context == 0 || plan_context[current] != context) {
+    make_activation_plan(plans[current], m, layouts[current], s.pp, s.vpp, s.recompute == Recompute::full);
+    plan_context[current] = context;
+  }
+  return plans[current];
 }
 
 MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
@@ -572,13 +564,13 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   // The seed's activation side reads z and G (its shard factors), so it is never reused.
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
   if (context == 0) {
-    activation_side(scratch.side, scratch.runs, nullptr, 0, m, run, dev, s, scratch.layout());
+    activation_side(scratch.side, scratch.prepare_plan(m, s, 0), nullptr, 0, m, run, dev, s);
     finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(), headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
-  if (fresh) activation_side(side, scratch.runs, &scratch.kinds, context, m, run, dev, s, scratch.layout());
+  if (fresh) activation_side(side, scratch.prepare_plan(m, s, context), &scratch.kinds, context, m, run, dev, s);
   finish(report, scratch.spare_stages, stage_detail, side, scratch.statics, context, m, run, dev, s, scratch.layout(), headroom_bytes);
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "estimators/activation_plan.hpp"
 #include "estimators/device.hpp"
 #include "estimators/layer_activations.hpp"
 #include "estimators/memory_report.hpp"
@@ -24,20 +25,13 @@ MemoryReport estimate_memory(const Model& model, const Run& run, const Cluster& 
 
 // A run of consecutive body layers of one kind and one recompute mode in a chunk: within it every
 // layer keeps and works the same bytes, so the backward scan of §9.1 needs only its last layer.
-struct LayerRun {
-  double kept = 0, working = 0;
-  std::int64_t first = 0, count = 0;  // body index of its first layer, layers in the run
-  std::uint8_t kind = 0;              // 0 dense, 1 MoE
-  bool full = false;
-};
-
 // What a stage's memory owes to everything but the ZeRO stage and shard group: its layout, chunk
 // activations and in-flight counts, and the transients that read neither (§7–§9). The rest — model
 // states, the ZeRO/FSDP transients, Pg + Rg in the layer transient, totals — is added per (z, G).
 struct StageActivations {
   StageMemory partial;  // the fields above filled; the others zero
   // The model-state additions of the stage in order (replayed per (z, G) in the same order).
-  enum class Part : std::uint8_t { dense_layer, moe_layer, embedding, vocab, final_norm, mtp_extra };
+  using Part = StatePart;
   std::vector<std::pair<Part, double>> parts;
   // §9.1's Tr_layer candidates X − K_after (before + Pg + Rg + Xsp, which depend on the kind only):
   // the stage's best per layer kind, the layer it is at and its place in the scan (for ties).
@@ -110,10 +104,14 @@ struct MemoryScratch {
   const PipelineLayout& layout() const { return layouts[current]; }
   // Makes (or finds) the layout of `s` and makes it the current one.
   const PipelineLayout& prepare_layout(const Model& model, const Run& run, const Strategy& s);
+  // The current layout's activation plan (activation_plan.hpp) for `s`, made once per layout and
+  // search (`context`; 0: made afresh).
+  const ActivationPlan& prepare_plan(const Model& model, const Strategy& s, std::uint64_t context);
   std::array<PipelineLayout, 2> layouts;
   std::array<LayoutKey, 2> layout_keys;
   std::size_t current = 0;
-  std::vector<LayerRun> runs;
+  std::array<ActivationPlan, 2> plans;
+  std::array<std::uint64_t, 2> plan_context{};  // 0: none
   ActivationSide side;   // used when there is no memo
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;

@@ -1,0 +1,71 @@
+#include "estimators/activation_plan.hpp"
+
+namespace meshfit {
+
+void make_activation_plan(ActivationPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp,
+                          std::int64_t vpp, bool full_recompute) {
+  out.pp = pp;
+  out.vpp = vpp;
+  out.runs.clear();
+  out.chunks.clear();
+  out.stages.assign(static_cast<std::size_t>(pp), PlannedStage{});
+  out.parts.clear();
+  const auto nv = static_cast<std::int64_t>(layout.vstages.size());
+  const bool split_ends = layout.vstages.front().stage != layout.head_stage;
+  const FfnKind mtp_ffn = m.layer_ffn.empty() ? FfnKind::dense : m.layer_ffn.back();
+  const std::uint8_t mtp_kind = mtp_ffn == FfnKind::moe ? 1 : 0;
+  for (std::int64_t i = 0; i < pp; ++i) {
+    PlannedStage& ps = out.stages[static_cast<std::size_t>(i)];
+    ps.parts_begin = static_cast<std::uint32_t>(out.parts.size());
+    for (std::int64_t c = 0; c < vpp; ++c) {
+      const std::int64_t u = layout.vstage_of(i, c);
+      const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u)];
+      PlannedChunk pc;
+      pc.vstage = u;
+      pc.begin = static_cast<std::uint32_t>(out.runs.size());
+      // Runs of one kind; under full recompute none crosses the end of the fully recomputed layers.
+      for (std::int64_t l = 0; l < vs.layers;) {
+        const FfnKind ffn = m.layer_ffn[static_cast<std::size_t>(vs.first_layer + l)];
+        const bool full = full_recompute && l < vs.full_recompute;
+        const std::int64_t end = full ? vs.full_recompute : vs.layers;
+        std::int64_t e = l + 1;
+        while (e < end && m.layer_ffn[static_cast<std::size_t>(vs.first_layer + e)] == ffn) ++e;
+        PlannedRun r;
+        r.first = vs.first_layer + l;
+        r.count = e - l;
+        r.kind = ffn == FfnKind::moe ? 1 : 0;
+        r.full = full;
+        out.runs.push_back(r);
+        out.parts.emplace_back(r.kind == 1 ? StatePart::moe_layer : StatePart::dense_layer, static_cast<double>(r.count));
+        ps.has_moe = ps.has_moe || r.kind == 1;
+        ps.kind_present[r.kind] = true;
+        ps.last_layer_kind = r.kind;
+        l = e;
+      }
+      pc.end = static_cast<std::uint32_t>(out.runs.size());
+      out.chunks.push_back(pc);
+      ps.layers += vs.layers;
+      ps.full_recompute += vs.full_recompute;
+      if (u == 0) {
+        ps.embedding = true;
+        out.parts.emplace_back(StatePart::embedding, 1.0);
+      }
+      if (u == nv - 1) {
+        ps.head = true;
+        if (!m.tie) out.parts.emplace_back(StatePart::vocab, 1.0);
+        if ((m.tie || m.mtp_depths > 0) && split_ends) out.parts.emplace_back(StatePart::vocab, 1.0);
+        out.parts.emplace_back(StatePart::final_norm, 1.0);
+        for (std::int64_t d = 0; d < m.mtp_depths; ++d) {
+          out.parts.emplace_back(mtp_kind == 1 ? StatePart::moe_layer : StatePart::dense_layer, 1.0);
+          out.parts.emplace_back(StatePart::mtp_extra, 1.0);
+          ps.has_moe = ps.has_moe || mtp_kind == 1;
+          ps.kind_present[mtp_kind] = true;
+        }
+        ps.mtp_depths = m.mtp_depths;
+      }
+    }
+    ps.parts_end = static_cast<std::uint32_t>(out.parts.size());
+  }
+}
+
+}  // namespace meshfit

@@ -1,0 +1,58 @@
+// A pipeline layout's body layers as the memory model's activation side walks them: per (stage,
+// chunk) the runs of consecutive layers of one FFN kind (split where a chunk's fully recomputed
+// layers end, under full recompute), and each stage's layout-only facts — the model-state parts in
+// the order they are added (memory-model.md §6), which layer kinds it holds, its layer counts and
+// ends. None of it reads b, m, z, G or the kinds' figures, so it is made once per layout rather
+// than once per estimate.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "estimators/model.hpp"
+#include "estimators/pipeline_layout.hpp"
+
+namespace meshfit {
+
+// The model-state additions of a stage (replayed per (z, G) in the same order).
+enum class StatePart : std::uint8_t { dense_layer, moe_layer, embedding, vocab, final_norm, mtp_extra };
+
+struct PlannedRun {
+  std::int64_t first = 0, count = 0;  // body index of its first layer, layers in the run
+  std::uint8_t kind = 0;              // 0 dense, 1 MoE
+  bool full = false;                  // among its chunk's fully recomputed layers
+};
+
+struct PlannedChunk {
+  std::int64_t vstage = 0;           // u, the virtual stage held as this chunk
+  std::uint32_t begin = 0, end = 0;  // its runs in ActivationPlan::runs, model order
+};
+
+struct PlannedStage {
+  std::uint32_t parts_begin = 0, parts_end = 0;  // in ActivationPlan::parts
+  std::int64_t layers = 0, full_recompute = 0, mtp_depths = 0;
+  bool embedding = false, head = false, has_moe = false;
+  std::array<bool, 2> kind_present{};  // body or MTP layers of each kind (0 dense, 1 MoE)
+  int last_layer_kind = -1;            // its last body layer's kind, −1 with none
+};
+
+struct ActivationPlan {
+  std::int64_t pp = 0, vpp = 0;
+  std::vector<PlannedRun> runs;
+  std::vector<PlannedChunk> chunks;  // stage-major: chunks[i·vpp + c]
+  std::vector<PlannedStage> stages;
+  std::vector<std::pair<StatePart, double>> parts;  // (part, times), stage after stage
+
+  const PlannedChunk& chunk(std::int64_t stage, std::int64_t c) const {
+    return chunks[static_cast<std::size_t>(stage * vpp + c)];
+  }
+};
+
+// The plan of `layout` for `s`'s pp and vpp; `full_recompute` splits runs where each chunk's fully
+// recomputed layers end. Reuses `out`'s storage.
+void make_activation_plan(ActivationPlan& out, const Model& model, const PipelineLayout& layout, std::int64_t pp,
+                          std::int64_t vpp, bool full_recompute);
+
+}  // namespace meshfit
