@@ -14,6 +14,7 @@
 #include "estimators/parameter_counts.hpp"
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/sapp_nd_rules.hpp"
+#include "estimators/slot_hash.hpp"
 #include "estimators/strategy_rules.hpp"
 
 namespace meshfit {
@@ -79,10 +80,8 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
   KindCache::Entry local;  // without a cache
   KindCache::Entry* entry = nullptr;
   if (cache && context != 0) {
-    if (cache->slots.empty()) cache->slots.resize(256);
-    std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a over the key
-    for (std::int64_t v : key) hash = (hash ^ static_cast<std::uint64_t>(v)) * 1099511628211ULL;
-    entry = &cache->slots[hash & 255];
+    if (cache->slots.empty()) cache->slots.resize(kTableSlots);
+    entry = &cache->slots[slot_of(key)];
   }
   if (!entry || entry->context != context || entry->key != key) {
     std::array<KindActivation, 2> fresh{};

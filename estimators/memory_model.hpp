@@ -64,7 +64,7 @@ struct KindCache {
     std::array<KindActivation, 2> kinds{};
     std::array<RankParams, 2> params{};
   };
-  std::vector<Entry> slots;  // 256, allocated on first use
+  std::vector<Entry> slots;  // kTableSlots (slot_hash.hpp), allocated on first use
 };
 
 // A layer kind's model states and ZeRO/FSDP buffers under a strategy's (z, G).

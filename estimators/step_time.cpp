@@ -10,6 +10,7 @@
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/pipeline_schedule.hpp"
 #include "estimators/rank_layout.hpp"
+#include "estimators/slot_hash.hpp"
 #include "estimators/strategy_rules.hpp"
 
 namespace meshfit {
@@ -55,10 +56,8 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
   LayerTimeCache::Entry local;  // without a cache
   LayerTimeCache::Entry* entry = &local;
   if (cache && context != 0) {
-    if (cache->slots.empty()) cache->slots.resize(256);
-    std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a over the key
-    for (std::int64_t v : key) hash = (hash ^ static_cast<std::uint64_t>(v)) * 1099511628211ULL;
-    entry = &cache->slots[hash & 255];
+    if (cache->slots.empty()) cache->slots.resize(kTableSlots);
+    entry = &cache->slots[slot_of(key)];
   }
   if (entry == &local || entry->context != context || entry->key != key) {
     entry->context = context;

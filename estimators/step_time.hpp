@@ -40,7 +40,7 @@ struct LayerTimeCache {
     std::array<std::int64_t, 9> key{};
     std::array<LayerTime, 2> times{};  // dense, MoE
   };
-  std::vector<Entry> slots;  // 256, allocated on first use
+  std::vector<Entry> slots;  // kTableSlots (slot_hash.hpp), allocated on first use
   // F_model (ComputeSide::model_flops) reads only the model and the run: kept for `flops_context`.
   std::uint64_t flops_context = 0;
   double model_flops = 0;
