@@ -127,6 +127,19 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
   // Without full recompute every run takes the strategy's mode; under it the fully recomputed
   // layers take full and the rest recompute_rest.
   const Recompute rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
+  // A run's figures by (kind, full): what the loops below read per run.
+  std::array<std::array<LayerActivation, 2>, 2> run_act{};
+  std::array<double, 2> attn_tp{};  // n_cp · w_att_tp per kind (§9.3's attention transient)
+  for (std::size_t ki = 0; ki < 2; ++ki) {
+    const KindActivation& k = ki == 1 ? moe : dense;
+    for (const bool full : {false, true}) {
+      const Recompute mode = full ? Recompute::full : rest_mode;
+      LayerActivation act = k.by_mode[static_cast<std::size_t>(mode)];
+      if (seed && mode == Recompute::full) act.kept = seed_full_input;
+      run_act[ki][full ? 1 : 0] = act;
+    }
+    attn_tp[ki] = n_cp * k.census.w_att_tp;
+  }
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageActivations& a = side.stages[static_cast<std::size_t>(i)];
     const PlannedStage& ps = plan.stages[static_cast<std::size_t>(i)];
@@ -162,22 +175,17 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
       double& A = st.chunk_bytes[cu];
       Recompute last_mode = rest_mode;
       // The chunk's layers as runs of one kind and one recompute mode (activation_plan.hpp).
-      auto act_of = [&](const PlannedRun& R, Recompute mode) {
-        LayerActivation act = figures(R.kind == 1 ? FfnKind::moe : FfnKind::dense).by_mode[static_cast<std::size_t>(mode)];
-        if (seed && mode == Recompute::full) act.kept = seed_full_input;
-        return act;
-      };
       for (std::uint32_t r = pc.begin; r < pc.end; ++r) {
         const PlannedRun& R = plan.runs[r];
         const Recompute mode = R.full ? Recompute::full : rest_mode;
         last_mode = mode;
-        const LayerActivation act = act_of(R, mode);
+        const LayerActivation& act = run_act[R.kind][R.full ? 1 : 0];
         if (mode == Recompute::full) {
           a.full_layers[cu][R.kind] += R.count;
           a.full_kept[cu] = act.kept;
         }
         A += static_cast<double>(R.count) * act.kept;
-        tr_attn = std::max(tr_attn, n_cp * figures(R.kind == 1 ? FfnKind::moe : FfnKind::dense).census.w_att_tp);
+        tr_attn = std::max(tr_attn, attn_tp[R.kind]);
       }
       double output_side = 0;  // kept bytes the backward frees before reaching the body layers
       if (u == 0) A += k_emb;
@@ -208,7 +216,7 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
       double after = output_side;
       for (std::uint32_t j = pc.end; j-- > pc.begin;) {
         const PlannedRun& R = plan.runs[j];
-        const LayerActivation act = act_of(R, R.full ? Recompute::full : rest_mode);
+        const LayerActivation& act = run_act[R.kind][R.full ? 1 : 0];
         const double steps = act.kept < 0 ? static_cast<double>(R.count - 1) : 0;
         const double base = act.working - (after + steps * act.kept);
         const std::int64_t at = act.kept < 0 ? R.first : R.first + R.count - 1;
