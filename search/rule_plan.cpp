@@ -93,6 +93,7 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
     plan.at[static_cast<std::size_t>(2 * plan.rules[k].level + (plan.rules[k].reads_b ? 1 : 0))].push_back(k);
     if (plan.rules[k].level == zero_level && !plan.rules[k].reads_b) {
       (((reads_of[k] & ~fixed) == 0) ? plan.zero_fixed : plan.zero_rest).push_back(k);
+      if ((reads_of[k] & ~(fixed | kEp | kEtp)) != 0) plan.zero_rest_reads_experts_only = false;
     }
   }
   for (int level = 0; level < kLevels; ++level) {

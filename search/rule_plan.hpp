@@ -42,6 +42,9 @@ struct RulePlan {
   // and (z, G) — their outcome per ZeRO setting is found once per triple — `zero_rest` also the
   // loops between (ep, etp, ...). Together they are at[2·zero_level].
   std::vector<std::size_t> zero_fixed, zero_rest;
+  // Every zero_rest rule reads only the triple, ep, etp and (z, G): its outcome per (ep, etp, z, G)
+  // holds under every (sp, CP algorithm, pass) and is found once per triple.
+  bool zero_rest_reads_experts_only = true;
 };
 
 // `etp_domain_ok`: every etp the enumeration takes passes H5's expert-width clause, so H5 is

@@ -124,6 +124,13 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     zero_first[i] = first_failing_in(*this, plan, plan.zero_fixed, t, RulePlan::kNone);
   }
   std::size_t zero_index = 0;
+  // The zero_rest outcome per (ep, etp, ZeRO setting) when it reads nothing else (rule_plan.hpp),
+  // found at the first (sp, algorithm, pass) that reaches it: kUnknown until then. The first
+  // failing rule of a list without a bound, cut at the caller's bound, is the one with it.
+  constexpr std::size_t kUnknown = RulePlan::kNone - 1;
+  const bool cache_rest = plan.zero_rest_reads_experts_only;
+  std::vector<std::size_t> rest_first(cache_rest ? eps.size() * etps.size() * zeros.size() : 0, kUnknown);
+  std::size_t ep_index = 0, etp_index = 0;
   // Per level, the row of first b-rule failures (one per micro-batch size) in force there: its
   // own when b-rules are evaluated at the level, else its parent's, shared by pointer; with its
   // minimum and its run-length groups (value, sizes), so that crediting a decided subtree costs
@@ -138,7 +145,13 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     const std::size_t parent = level == 0 ? RulePlan::kNone : first[L - 1];
     if (level == zero_level) {  // the part that reads only the triple and (z, G) is known already
       const std::size_t known = std::min(parent, zero_first[zero_index]);
-      first[L] = std::min(known, first_failing_in(*this, plan, plan.zero_rest, s, known));
+      if (cache_rest) {
+        std::size_t& rest = rest_first[(ep_index * etps.size() + etp_index) * zeros.size() + zero_index];
+        if (rest == kUnknown) rest = first_failing_in(*this, plan, plan.zero_rest, s, RulePlan::kNone);
+        first[L] = std::min(known, rest);
+      } else {
+        first[L] = std::min(known, first_failing_in(*this, plan, plan.zero_rest, s, known));
+      }
     } else {
       first[L] = std::min(parent, first_failing(*this, plan, level, false, s, parent));
     }
@@ -214,11 +227,13 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
         s.vpp = pass_vpp(pass);
         s.schedule = pass_schedule(pass);
         if (enter(pass_level, weight * below_pass)) continue;
-        for (std::int64_t ep : eps) {
+        for (ep_index = 0; ep_index < eps.size(); ++ep_index) {
+          const std::int64_t ep = eps[ep_index];
           if (!allowed(pins.ep, ep)) continue;
           s.ep = ep;
           if (enter(ep_level, weight * n_etp * n_zero * modes)) continue;
-          for (std::int64_t etp : etps) {
+          for (etp_index = 0; etp_index < etps.size(); ++etp_index) {
+            const std::int64_t etp = etps[etp_index];
             if (!allowed(pins.etp, etp)) continue;
             s.etp = etp;
             if (enter(etp_level, weight * n_zero * modes)) continue;
