@@ -48,6 +48,14 @@ void offer(std::array<double, 2>& best, std::array<std::int64_t, 2>* at, std::ar
   }
 }
 
+// §9.8: DualPipeV's two chunks overlap, and the stage's transient reads each chunk's own.
+bool dualpipev_overlap(const Strategy& s) { return s.schedule == Schedule::dualpipev && s.vpp == 2; }
+// §9.9: gradient clipping's copy of a fully recomputed layer's gradients (the seed's, or
+// grad_clip_model: seed), which reads each chunk's fully recomputed layers.
+bool grad_clip_adjusts(const Run& run) {
+  return run.options.grad_clip && (run.rules == Rules::sapp_nd || run.options.grad_clip_seed);
+}
+
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9).
 void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache* cache, std::uint64_t context,
                      const Model& m, const Run& run, const Device& dev, const Strategy& s) {
@@ -127,6 +135,8 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
   // Without full recompute every run takes the strategy's mode; under it the fully recomputed
   // layers take full and the rest recompute_rest.
   const Recompute rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
+  const bool per_chunk_tr = dualpipev_overlap(s);
+  const bool per_chunk_full = grad_clip_adjusts(run);
   // A run's figures by (kind, full): what the loops below read per run.
   std::array<std::array<LayerActivation, 2>, 2> run_act{};
   std::array<double, 2> attn_tp{};  // n_cp · w_att_tp per kind (§9.3's attention transient)
@@ -159,9 +169,13 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
     a.kind_present = ps.kind_present;
     a.seed_last_kind = -1;
     a.seed_last_at = -1;
-    a.chunk_tr_base.assign(n_chunks, {kNone, kNone});
-    a.full_layers.assign(n_chunks, {0, 0});
-    a.full_kept.assign(n_chunks, 0.0);
+    // Per-chunk figures only the totals that read them are given: DualPipeV's overlap (§9.8) and
+    // the grad-clip seed adjustment (§9.9); otherwise left as they were and not read.
+    if (per_chunk_tr) a.chunk_tr_base.assign(n_chunks, {kNone, kNone});
+    if (per_chunk_full) {
+      a.full_layers.assign(n_chunks, {0, 0});
+      a.full_kept.assign(n_chunks, 0.0);
+    }
     a.has_moe = ps.has_moe;
     a.last_layer_kind = ps.last_layer_kind;
     double tr_attn = 0;
@@ -180,7 +194,7 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
         const Recompute mode = R.full ? Recompute::full : rest_mode;
         last_mode = mode;
         const LayerActivation& act = run_act[R.kind][R.full ? 1 : 0];
-        if (mode == Recompute::full) {
+        if (per_chunk_full && mode == Recompute::full) {
           a.full_layers[cu][R.kind] += R.count;
           a.full_kept[cu] = act.kept;
         }
@@ -205,7 +219,7 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
           const double after = output_side + mtp_kept * static_cast<double>(m.mtp_depths - 1 - d);
           const double base = act.working - after;
           offer(a.tr_base, &a.tr_at, &a.tr_order, mtp_kind, base, m.layers + d, position++);
-          offer(a.chunk_tr_base[cu], nullptr, nullptr, mtp_kind, base, 0, 0);
+          if (per_chunk_tr) offer(a.chunk_tr_base[cu], nullptr, nullptr, mtp_kind, base, 0, 0);
           tr_attn = std::max(tr_attn, n_cp * k.census.w_att_tp);
         }
       }
@@ -229,10 +243,10 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
             a.seed_last_kind = R.kind;
             a.seed_last_at = last;
           }
-          if (R.full) offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
+          if (per_chunk_tr && R.full) offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
         } else {
           offer(a.tr_base, &a.tr_at, &a.tr_order, R.kind, base, at, position++);
-          offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
+          if (per_chunk_tr) offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
         }
         after += static_cast<double>(R.count) * act.kept;
       }
@@ -453,7 +467,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
       max_rg = std::max(max_rg, ks.reduce_buffers);
     }
 
-    if (o.grad_clip && (seed || o.grad_clip_seed)) {
+    if (grad_clip_adjusts(run)) {
       for (std::size_t c = 0; c < a.full_layers.size(); ++c) {
         const double n = static_cast<double>(a.partial.chunk_inflight[c]);
         for (std::size_t kind_index = 0; kind_index < 2; ++kind_index) {
@@ -489,7 +503,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     }
     st.tr_bucket = s.zero >= 2 ? max_rg : run.profile.grad_bucket_elements * run.precision.beta_G;
     double layer_candidate = st.tr_layer;
-    if (s.schedule == Schedule::dualpipev && s.vpp == 2) {  // §9.8
+    if (dualpipev_overlap(s)) {  // §9.8
       double t[2] = {0, 0};
       for (std::size_t c = 0; c < 2; ++c) {
         double best = kNone;
