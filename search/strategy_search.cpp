@@ -179,8 +179,11 @@ class TaskScorer {
   // `floor` (ns) can be neither in the top-k nor on the front: the floor is above the k-th
   // fastest (llround is monotone, so its step time in ns is too), and a front point at most
   // `mem_floor` large is faster than the floor, so it dominates the strategy.
-  bool dominated_fitting(std::int64_t mem_floor, std::int64_t floor) const {
-    if (acc_.top.size() != acc_.k || floor <= acc_.top.back().time_ns) return false;
+  // `floor` is −1 until needed (the top-k is full), then s's, kept for the next call on s.
+  bool dominated_fitting(std::int64_t mem_floor, const Strategy& s, std::int64_t& floor) {
+    if (acc_.top.size() != acc_.k) return false;
+    if (floor < 0) floor = floor_ns(s);
+    if (floor <= acc_.top.back().time_ns) return false;
     return std::any_of(acc_.front.begin(), acc_.front.end(),
                        [&](const ScoredStrategy& y) { return y.mem <= mem_floor && y.time_ns < floor; });
   }
@@ -259,7 +262,8 @@ class TaskScorer {
       ScoredStrategy& x = estimates_[i];
       const bool estimated = x.mem > 0;  // a peak holds at least the CUDA context
       if (estimated) mem_floor = x.mem;
-      if (dominated_fitting(mem_floor, floor_ns(pending_[i]))) {
+      std::int64_t floor = -1;
+      if (dominated_fitting(mem_floor, pending_[i], floor)) {
         ++acc_.fitting;
         continue;
       }
@@ -268,7 +272,7 @@ class TaskScorer {
         x = estimate_memory(pending_[i], fits);
         if (!fits) throw std::logic_error("a micro-batch run whose peak falls as b rises");
         mem_floor = x.mem;
-        if (dominated_fitting(mem_floor, floor_ns(pending_[i]))) {
+        if (dominated_fitting(mem_floor, pending_[i], floor)) {
           ++acc_.fitting;
           continue;
         }
@@ -312,7 +316,8 @@ class TaskScorer {
       if (options_.prune) note_overflow(s);
       return;
     }
-    if (options_.prune && !options_.collect_cloud && !options_.best_only && dominated_fitting(x.mem, floor_ns(s))) {
+    std::int64_t floor = -1;
+    if (options_.prune && !options_.collect_cloud && !options_.best_only && dominated_fitting(x.mem, s, floor)) {
       ++acc_.fitting;
       return;
     }
