@@ -6,6 +6,9 @@ void make_activation_plan(ActivationPlan& out, const Model& m, const PipelineLay
                           std::int64_t vpp, bool full_recompute) {
   out.pp = pp;
   out.vpp = vpp;
+  out.layer_ffn = m.layer_ffn;
+  out.tie = m.tie;
+  out.mtp_depths = m.mtp_depths;
   out.runs.clear();
   out.chunks.clear();
   out.stages.assign(static_cast<std::size_t>(pp), PlannedStage{});

@@ -48,6 +48,12 @@ struct ActivationPlan {
   const PlannedChunk& chunk(std::int64_t stage, std::int64_t c) const {
     return chunks[static_cast<std::size_t>(stage * vpp + c)];
   }
+  // What it read of the model besides the layout: a plan is made for the model whose layer kinds,
+  // tied embedding and MTP depths these are (two models of one layout may differ there).
+  std::vector<FfnKind> layer_ffn;
+  bool tie = false;
+  std::int64_t mtp_depths = -1;
+  bool made_for(const Model& m) const { return m.mtp_depths == mtp_depths && m.tie == tie && m.layer_ffn == layer_ffn; }
 };
 
 // The plan of `layout` for `s`'s pp and vpp; `full_recompute` splits runs where each chunk's fully

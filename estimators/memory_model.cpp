@@ -553,19 +553,18 @@ const PipelineLayout& MemoryScratch::prepare_layout(const Model& m, const Run& r
   current = s.recompute == Recompute::full ? 1 : 0;
   if (update_layout_key(layout_keys[current], m, run, s)) {
     make_layout_into(layouts[current], m, run, s);
-    plan_context[current] = 0;  // the plan of the previous layout
+    plan_stale[current] = true;  // the plan of the previous layout
   }
   return layouts[current];
 }
 
-const ActivationPlan& MemoryScratch::prepare_plan(const Model& m, const Strategy& s, std::uint64_t context) {
-  // The layout does not name the model, whose layer kinds the plan reads: kept only within one
-  // search (context), remade for every estimate without one.
-  if (context == 0 || plan_context[current] != context) {
-    make_activation_plan(plans[current], m, layouts[current], s.pp, s.vpp, s.recompute == Recompute::full);
-    plan_context[current] = context;
+const ActivationPlan& MemoryScratch::prepare_plan(const Model& m, const Strategy& s) {
+  ActivationPlan& plan = plans[current];
+  if (plan_stale[current] || !plan.made_for(m)) {
+    make_activation_plan(plan, m, layouts[current], s.pp, s.vpp, s.recompute == Recompute::full);
+    plan_stale[current] = false;
   }
-  return plans[current];
+  return plan;
 }
 
 MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
@@ -585,13 +584,13 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   // The seed's activation side reads z and G (its shard factors), so it is never reused.
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
   if (context == 0) {
-    activation_side(scratch.side, scratch.prepare_plan(m, s, 0), nullptr, 0, m, run, dev, s);
+    activation_side(scratch.side, scratch.prepare_plan(m, s), nullptr, 0, m, run, dev, s);
     finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(), headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
-  if (fresh) activation_side(side, scratch.prepare_plan(m, s, context), &scratch.kinds, context, m, run, dev, s);
+  if (fresh) activation_side(side, scratch.prepare_plan(m, s), &scratch.kinds, context, m, run, dev, s);
   finish(report, scratch.spare_stages, stage_detail, side, scratch.statics, context, m, run, dev, s, scratch.layout(), headroom_bytes);
 }
 

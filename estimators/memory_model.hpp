@@ -104,14 +104,14 @@ struct MemoryScratch {
   const PipelineLayout& layout() const { return layouts[current]; }
   // Makes (or finds) the layout of `s` and makes it the current one.
   const PipelineLayout& prepare_layout(const Model& model, const Run& run, const Strategy& s);
-  // The current layout's activation plan (activation_plan.hpp) for `s`, made once per layout and
-  // search (`context`; 0: made afresh).
-  const ActivationPlan& prepare_plan(const Model& model, const Strategy& s, std::uint64_t context);
+  // The current layout's activation plan (activation_plan.hpp) for `s`, made again only when the
+  // layout or the model's layer kinds have changed.
+  const ActivationPlan& prepare_plan(const Model& model, const Strategy& s);
   std::array<PipelineLayout, 2> layouts;
   std::array<LayoutKey, 2> layout_keys;
   std::size_t current = 0;
   std::array<ActivationPlan, 2> plans;
-  std::array<std::uint64_t, 2> plan_context{};  // 0: none
+  std::array<bool, 2> plan_stale{true, true};
   ActivationSide side;   // used when there is no memo
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;
