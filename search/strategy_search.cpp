@@ -111,8 +111,7 @@ class TaskScorer {
         // are wanted; otherwise each strategy in turn.
         settle_runs_(options.prune && !options.best_only && !options.collect_cloud) {}
 
-  // A valid strategy; `first` when it opens a run (b rising, everything but b and m fixed).
-  // A valid strategy of the current run.
+  // A valid strategy of the current run (b rising, everything but b and m fixed).
   void add(const Strategy& s) {
     if (settle_runs_) {
       pending_.push_back(s);
@@ -128,6 +127,7 @@ class TaskScorer {
       b_run_failed_ = false;
     }
   }
+  // The end of the enumeration of a triple: its last run is complete.
   void flush() {
     if (!pending_.empty()) settle_run();
     pending_.clear();
