@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "estimators/activation_plan.hpp"
+#include "estimators/layout_plan.hpp"
 #include "estimators/backward_transients.hpp"
 #include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
@@ -57,7 +57,7 @@ bool grad_clip_adjusts(const Run& run) {
 }
 
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9).
-void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache* cache, std::uint64_t context,
+void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* cache, std::uint64_t context,
                      const Model& m, const Run& run, const Device& dev, const Strategy& s) {
   const bool seed = run.rules == Rules::sapp_nd;
   const RunOptions& o = run.options;
@@ -188,7 +188,7 @@ void activation_side(ActivationSide& side, const ActivationPlan& plan, KindCache
       const std::int64_t u = pc.vstage;
       double& A = st.chunk_bytes[cu];
       Recompute last_mode = rest_mode;
-      // The chunk's layers as runs of one kind and one recompute mode (activation_plan.hpp).
+      // The chunk's layers as runs of one kind and one recompute mode (layout_plan.hpp).
       for (std::uint32_t r = pc.begin; r < pc.end; ++r) {
         const PlannedRun& R = plan.runs[r];
         const Recompute mode = R.full ? Recompute::full : rest_mode;
@@ -558,12 +558,16 @@ const PipelineLayout& MemoryScratch::prepare_layout(const Model& m, const Run& r
   return layouts[current];
 }
 
-const ActivationPlan& MemoryScratch::prepare_plan(const Model& m, const Strategy& s) {
-  ActivationPlan& plan = plans[current];
-  if (plan_stale[current] || !plan.made_for(m)) {
-    make_activation_plan(plan, m, layouts[current], s.pp, s.vpp, s.recompute == Recompute::full);
+const LayoutPlan& MemoryScratch::prepare_plan(const Model& m, const Strategy& s) {
+  LayoutPlan& plan = plans[current];
+  // Within one memo context the model stays the same (its owner changes the token otherwise), so
+  // only a plan made outside it compares the model's layer kinds.
+  const bool same_model = memo_context != 0 && plan_context[current] == memo_context;
+  if (plan_stale[current] || (!same_model && !plan.made_for(m))) {
+    make_layout_plan(plan, m, layouts[current], s.pp, s.vpp, s.recompute == Recompute::full);
     plan_stale[current] = false;
   }
+  plan_context[current] = memo_context;
   return plan;
 }
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "estimators/activation_plan.hpp"
+#include "estimators/layout_plan.hpp"
 #include "estimators/device.hpp"
 #include "estimators/layer_activations.hpp"
 #include "estimators/memory_report.hpp"
@@ -104,14 +104,15 @@ struct MemoryScratch {
   const PipelineLayout& layout() const { return layouts[current]; }
   // Makes (or finds) the layout of `s` and makes it the current one.
   const PipelineLayout& prepare_layout(const Model& model, const Run& run, const Strategy& s);
-  // The current layout's activation plan (activation_plan.hpp) for `s`, made again only when the
+  // The current layout's activation plan (layout_plan.hpp) for `s`, made again only when the
   // layout or the model's layer kinds have changed.
-  const ActivationPlan& prepare_plan(const Model& model, const Strategy& s);
+  const LayoutPlan& prepare_plan(const Model& model, const Strategy& s);
   std::array<PipelineLayout, 2> layouts;
   std::array<LayoutKey, 2> layout_keys;
   std::size_t current = 0;
-  std::array<ActivationPlan, 2> plans;
+  std::array<LayoutPlan, 2> plans;
   std::array<bool, 2> plan_stale{true, true};
+  std::array<std::uint64_t, 2> plan_context{};  // the memo context each plan was last used in
   ActivationSide side;   // used when there is no memo
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;

@@ -32,7 +32,9 @@ double exposed(double t, double window, double pieces) {
 TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
   TimeReport r;
   StepTimeScratch scratch;
-  estimate_step_time_into(r, scratch, m, run, cluster, s, make_layout(m, run, s));
+  LayoutPlan plan;
+  make_layout_plan(plan, m, make_layout(m, run, s), s.pp, s.vpp, s.recompute == Recompute::full);
+  estimate_step_time_into(r, scratch, m, run, cluster, s, plan);
   return r;
 }
 
@@ -41,9 +43,8 @@ namespace {
 // Everything of a stage's time that neither z nor G changes: its layers' compute, TP/CP/EP and PP
 // communication, and the parameters it holds per rank (§7.2–§7.5).
 void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t context, const Model& m, const Run& run,
-                  const Device& d, const Strategy& s, const PipelineLayout& layout) {
+                  const Device& d, const Strategy& s, const LayoutPlan& plan) {
   const RunOptions& o = run.options;
-  const std::int64_t nv = s.virtual_stages();
   const KernelScales eta = kernel_scales(run, s);
   const double h = static_cast<double>(m.hidden), tp = static_cast<double>(s.tp);
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
@@ -67,7 +68,6 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
   }
   const LayerTime& dense = entry->times[0];
   const LayerTime& moe = entry->times[1];
-  auto times = [&](FfnKind f) -> const LayerTime& { return f == FfnKind::moe ? moe : dense; };
   const double logits_f = kernel_time(d, eta.other, logits_flops(m, n_tok, v_pad) / shards);
   const double eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
 
@@ -84,7 +84,6 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
   const RankParams dense_p = rank_params(layer_params(m, FfnKind::dense, kv_counted), s);
   const RankParams moe_p = m.is_moe() ? rank_params(layer_params(m, FfnKind::moe, kv_counted), s) : dense_p;
   const double table = v_pad * h / tp;
-  const bool split_ends = layout.vstages.front().stage != layout.head_stage;
 
   if (!cache || context == 0 || cache->flops_context != context) {
     side.model_flops = 3 * static_cast<double>(run.global_batch) * sequence_flops(m, seq);
@@ -96,70 +95,68 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
     side.model_flops = cache->model_flops;
   }
   side.stages.resize(static_cast<std::size_t>(s.pp));
+  // Without full recompute every body layer takes the strategy's mode; under it the fully
+  // recomputed layers take full and the rest recompute_rest (§5.4).
+  const Recompute rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
   for (std::int64_t i = 0; i < s.pp; ++i) {
+    const PlannedStage& ps = plan.stages[static_cast<std::size_t>(i)];
     StageCompute& sc = side.stages[static_cast<std::size_t>(i)];
     sc = StageCompute{};
     StageTime& st = sc.partial;
     st.stage = i;
     double P_d = 0, P_e = 0, units = 0;
     double tp_c = 0, cp_c = 0, ep_c = 0;
-    auto add_layer = [&](FfnKind ffn, Recompute mode) {
-      const LayerTime& t = times(ffn);
+    // `n` layers of one kind in one mode: a stage's time is the sum of its layers' (§7.2–§7.5).
+    auto add_layers = [&](std::size_t kind, Recompute mode, double n) {
+      const LayerTime& t = kind == 1 ? moe : dense;
       const int k = static_cast<int>(mode);
-      st.forward += t.forward;
-      st.backward += t.backward;
-      st.weight_grad += t.weight_grad;
-      st.recompute += t.recompute[k];
-      tp_c += t.tp;
-      cp_c += t.cp;
-      ep_c += t.ep;
+      st.forward += n * t.forward;
+      st.backward += n * t.backward;
+      st.weight_grad += n * t.weight_grad;
+      st.recompute += n * t.recompute[k];
+      double tp_l = t.tp, ep_l = t.ep, cp_l = t.cp;
       // Recompute repeats the forward communication of what it recomputes (§7.5).
       if (mode == Recompute::full) {
-        tp_c += t.tp_forward;
-        ep_c += t.ep_forward;
+        tp_l += t.tp_forward;
+        ep_l += t.ep_forward;
       }
-      if (t.recompute_repeats_cp[k]) cp_c += t.cp_forward;
-      const RankParams& p = ffn == FfnKind::moe ? moe_p : dense_p;
-      P_d += p.non_expert + p.shared;
-      P_e += p.routed;
-      units += 1;
+      if (t.recompute_repeats_cp[k]) cp_l += t.cp_forward;
+      tp_c += n * tp_l;
+      cp_c += n * cp_l;
+      ep_c += n * ep_l;
+      const RankParams& p = kind == 1 ? moe_p : dense_p;
+      P_d += n * (p.non_expert + p.shared);
+      P_e += n * p.routed;
+      units += n;
     };
-    bool embedding = false, head = false;
-    // The stage's chunks in model order (vstage_of rises with the chunk, as in the layout).
-    for (std::int64_t c = 0; c < s.vpp; ++c) {
-      const std::int64_t u_c = layout.vstage_of(i, c);
-      if (u_c < 0) continue;
-      const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u_c)];
-      for (std::int64_t l = 0; l < vs.layers; ++l) {
-        Recompute mode = s.recompute;
-        if (s.recompute == Recompute::full) mode = l < vs.full_recompute ? Recompute::full : o.recompute_rest;
-        add_layer(m.layer_ffn[static_cast<std::size_t>(vs.first_layer + l)], mode);
+    for (std::size_t kind = 0; kind < 2; ++kind) {
+      for (std::size_t full = 0; full < 2; ++full) {
+        const std::int64_t n = ps.body_layers[kind][full];
+        if (n > 0) add_layers(kind, full == 1 ? Recompute::full : rest_mode, static_cast<double>(n));
       }
-      const std::int64_t u = &vs - layout.vstages.data();
-      if (u == 0) embedding = true;
-      if (u == nv - 1) head = true;
     }
-    if (embedding) {
+    if (ps.embedding) {
       P_d += table + static_cast<double>(m.positions) * h;
       units += 1;
     }
-    if (head) {
+    if (ps.head) {
       // Logits: one forward kernel and two backward ones per loss; MTP depths are body layers of
       // the head's stage, with their eh_proj and their own logits (ruling 9).
       const double losses = static_cast<double>(1 + m.mtp_depths);
       st.forward += losses * logits_f;
       st.backward += losses * 2 * logits_f;
       st.weight_grad += losses * logits_f;
-      const Recompute last = s.recompute == Recompute::full ? Recompute::full : s.recompute;
-      for (std::int64_t k = 0; k < m.mtp_depths; ++k) {
-        add_layer(m.layer_ffn.back(), last);
-        st.forward += eh_f;
-        st.backward += 2 * eh_f;
-        st.weight_grad += eh_f;
-        P_d += static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
+      if (m.mtp_depths > 0) {
+        const double depths = static_cast<double>(m.mtp_depths);
+        const Recompute last = s.recompute == Recompute::full ? Recompute::full : s.recompute;
+        add_layers(m.layer_ffn.back() == FfnKind::moe ? 1 : 0, last, depths);
+        st.forward += depths * eh_f;
+        st.backward += depths * 2 * eh_f;
+        st.weight_grad += depths * eh_f;
+        P_d += depths * (static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m)));
       }
-      P_d += (m.tie && !split_ends ? 0 : table) + static_cast<double>(m.norm_params());
-      if ((m.tie || m.mtp_depths > 0) && split_ends) P_d += table;
+      P_d += (m.tie && !plan.split_ends ? 0 : table) + static_cast<double>(m.norm_params());
+      if ((m.tie || m.mtp_depths > 0) && plan.split_ends) P_d += table;
       units += 1;
     }
     st.comm_tp = tp_c;
@@ -169,8 +166,8 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
     sc.P_d = P_d;
     sc.P_e = P_e;
     sc.units = units;
-    sc.embedding = embedding;
-    sc.head = head;
+    sc.embedding = ps.embedding;
+    sc.head = ps.head;
   }
   // step_time_floor (step_time.hpp): the makespan over each τ_i without its ZeRO exposure (summed
   // as estimate_step_time_into sums τ_i, without its last term comm_zero ≥ 0), and no tail.
@@ -192,32 +189,32 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
 namespace {
 
 const ComputeSide& side_of(StepTimeScratch& scratch, const Model& m, const Run& run, const Device& d, const Strategy& s,
-                           const PipelineLayout& layout) {
+                           const LayoutPlan& plan) {
   if (scratch.memo_context == 0) {
-    compute_side(scratch.side, nullptr, 0, m, run, d, s, layout);
+    compute_side(scratch.side, nullptr, 0, m, run, d, s, plan);
     return scratch.side;
   }
   bool fresh = false;
   ComputeSide& kept = scratch.memo.find(scratch.memo_context, s, fresh);
-  if (fresh) compute_side(kept, &scratch.layer_times, scratch.memo_context, m, run, d, s, layout);
+  if (fresh) compute_side(kept, &scratch.layer_times, scratch.memo_context, m, run, d, s, plan);
   return kept;
 }
 
 }  // namespace
 
 double step_time_floor(StepTimeScratch& scratch, const Model& m, const Run& run, const Cluster& cluster,
-                       const Strategy& s, const PipelineLayout& layout) {
-  return side_of(scratch, m, run, cluster.device, s, layout).floor;
+                       const Strategy& s, const LayoutPlan& plan) {
+  return side_of(scratch, m, run, cluster.device, s, plan).floor;
 }
 
 void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Model& m, const Run& run,
-                             const Cluster& cluster, const Strategy& s, const PipelineLayout& layout) {
+                             const Cluster& cluster, const Strategy& s, const LayoutPlan& plan) {
   const Device& d = cluster.device;
   const double h = static_cast<double>(m.hidden), tp = static_cast<double>(s.tp);
   const double seq = static_cast<double>(run.seq);
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
   const std::int64_t world = s.world();
-  const ComputeSide* side = &side_of(scratch, m, run, d, s, layout);
+  const ComputeSide* side = &side_of(scratch, m, run, d, s, plan);
 
   // Data-parallel groups (§4).
   const bool tree = run.options.latency_tree;
@@ -230,7 +227,7 @@ void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Mode
   const Group expert_shard = make_group(d, s.etp * s.ep, s.zero >= 1 ? static_cast<std::int64_t>(z.OSe) : 1, tree);
   const bool reshard = reshards_after_forward(run, s);
   const double table = v_pad * h / tp;
-  const bool split_ends = layout.vstages.front().stage != layout.head_stage;
+  const bool split_ends = plan.split_ends;
   const Group ends = make_group(d, s.tp * s.cp * s.dp * std::max<std::int64_t>(1, s.pp - 1), 2, tree);
   const double bucket_group = static_cast<double>(s.zero >= 2 ? s.shard_group : s.dp * s.cp);
   const double bucket_params = std::max(40e6, 1e6 * bucket_group);

@@ -9,7 +9,7 @@
 #include "estimators/device.hpp"
 #include "estimators/layer_time.hpp"
 #include "estimators/model.hpp"
-#include "estimators/pipeline_layout.hpp"
+#include "estimators/layout_plan.hpp"
 #include "estimators/run.hpp"
 #include "estimators/strategy.hpp"
 #include "estimators/time_report.hpp"
@@ -56,10 +56,10 @@ struct StepTimeScratch {
   LayerTimeCache layer_times;
 };
 
-// The same into `r` (its stage storage reused) with the strategy's layout already made
-// (make_layout of the same model, run and strategy): the search's allocation-free path.
+// The same into `r` (its stage storage reused) with the plan of the strategy's layout already
+// made (make_layout_plan of the same model, run and strategy): the search's allocation-free path.
 void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Model& model, const Run& run,
-                             const Cluster& cluster, const Strategy& s, const PipelineLayout& layout);
+                             const Cluster& cluster, const Strategy& s, const LayoutPlan& plan);
 
 // A floor of the step time of `s` that needs only its compute side (kept across ZeRO settings):
 // the pipeline makespan of §7.8 over each stage's τ without its ZeRO/FSDP exposure, and no tail.
@@ -67,6 +67,6 @@ void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Mode
 // the floor is never above the step time. DualPipeV's makespan reads the slowest stage's own
 // passes, which a smaller τ may change: 0 there.
 double step_time_floor(StepTimeScratch& scratch, const Model& model, const Run& run, const Cluster& cluster,
-                       const Strategy& s, const PipelineLayout& layout);
+                       const Strategy& s, const LayoutPlan& plan);
 
 }  // namespace meshfit

@@ -161,14 +161,18 @@ class TaskScorer {
     fits = sc.mem.fits;
     return x;
   }
+  // The plan of `s`'s layout, shared with the memory estimates.
+  const LayoutPlan& plan_of(Scratch& sc, const Strategy& s) {
+    sc.memory.prepare_layout(m_, run_, s);
+    return sc.memory.prepare_plan(m_, s);
+  }
   std::int64_t floor_ns(const Strategy& s) {
     Scratch& sc = scratch();
-    return std::llround(step_time_floor(sc.time, m_, run_, cluster_, s, sc.memory.prepare_layout(m_, run_, s)) * 1e9);
+    return std::llround(step_time_floor(sc.time, m_, run_, cluster_, s, plan_of(sc, s)) * 1e9);
   }
   void estimate_time(ScoredStrategy& x) {
     Scratch& sc = scratch();
-    estimate_step_time_into(sc.time_report, sc.time, m_, run_, cluster_, x.strategy,
-                            sc.memory.prepare_layout(m_, run_, x.strategy));
+    estimate_step_time_into(sc.time_report, sc.time, m_, run_, cluster_, x.strategy, plan_of(sc, x.strategy));
     x.step_s = sc.time_report.step;
     x.time_ns = std::llround(sc.time_report.step * 1e9);
     x.tokens_per_sec_per_device = sc.time_report.tokens_per_sec_per_device;

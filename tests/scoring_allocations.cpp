@@ -79,8 +79,8 @@ long score_all(const Space& sp, const std::vector<Strategy>& strategies, std::ui
   long fitting = 0;
   for (const Strategy& s : strategies) {
     estimate_memory_into(mem, scratch, sp.model, sp.run, sp.cluster, s, 0);
-    const double floor = step_time_floor(time_scratch, sp.model, sp.run, sp.cluster, s, scratch.layout());
-    estimate_step_time_into(time, time_scratch, sp.model, sp.run, sp.cluster, s, scratch.layout());
+    const double floor = step_time_floor(time_scratch, sp.model, sp.run, sp.cluster, s, scratch.prepare_plan(sp.model, s));
+    estimate_step_time_into(time, time_scratch, sp.model, sp.run, sp.cluster, s, scratch.prepare_plan(sp.model, s));
     if (mem.fits && floor <= time.step) ++fitting;
   }
   return fitting;

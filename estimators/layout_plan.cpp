@@ -1,8 +1,8 @@
-#include "estimators/activation_plan.hpp"
+#include "estimators/layout_plan.hpp"
 
 namespace meshfit {
 
-void make_activation_plan(ActivationPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp,
+void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp,
                           std::int64_t vpp, bool full_recompute) {
   out.pp = pp;
   out.vpp = vpp;
@@ -15,6 +15,7 @@ void make_activation_plan(ActivationPlan& out, const Model& m, const PipelineLay
   out.parts.clear();
   const auto nv = static_cast<std::int64_t>(layout.vstages.size());
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
+  out.split_ends = split_ends;
   const FfnKind mtp_ffn = m.layer_ffn.empty() ? FfnKind::dense : m.layer_ffn.back();
   const std::uint8_t mtp_kind = mtp_ffn == FfnKind::moe ? 1 : 0;
   for (std::int64_t i = 0; i < pp; ++i) {
@@ -42,6 +43,7 @@ void make_activation_plan(ActivationPlan& out, const Model& m, const PipelineLay
         out.parts.emplace_back(r.kind == 1 ? StatePart::moe_layer : StatePart::dense_layer, static_cast<double>(r.count));
         ps.has_moe = ps.has_moe || r.kind == 1;
         ps.kind_present[r.kind] = true;
+        ps.body_layers[r.kind][r.full ? 1 : 0] += r.count;
         ps.last_layer_kind = r.kind;
         l = e;
       }

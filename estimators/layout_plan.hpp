@@ -1,9 +1,10 @@
-// A pipeline layout's body layers as the memory model's activation side walks them: per (stage,
-// chunk) the runs of consecutive layers of one FFN kind (split where a chunk's fully recomputed
-// layers end, under full recompute), and each stage's layout-only facts — the model-state parts in
-// the order they are added (memory-model.md §6), which layer kinds it holds, its layer counts and
-// ends. None of it reads b, m, z, G or the kinds' figures, so it is made once per layout rather
-// than once per estimate.
+// A pipeline layout's body layers as the estimators walk them: per (stage, chunk) the runs of
+// consecutive layers of one FFN kind (split where a chunk's fully recomputed layers end, under
+// full recompute), and each stage's layout-only facts — the model-state parts in the order they
+// are added (memory-model.md §6), which layer kinds it holds, its layer counts per (kind, fully
+// recomputed) and its ends. None of it reads b, m, z, G or the kinds' figures, so it is made once
+// per layout rather than once per estimate; the memory model's activation side walks its runs and
+// the step-time model's compute side its counts.
 #pragma once
 
 #include <array>
@@ -27,19 +28,23 @@ struct PlannedRun {
 
 struct PlannedChunk {
   std::int64_t vstage = 0;           // u, the virtual stage held as this chunk
-  std::uint32_t begin = 0, end = 0;  // its runs in ActivationPlan::runs, model order
+  std::uint32_t begin = 0, end = 0;  // its runs in LayoutPlan::runs, model order
 };
 
 struct PlannedStage {
-  std::uint32_t parts_begin = 0, parts_end = 0;  // in ActivationPlan::parts
+  std::uint32_t parts_begin = 0, parts_end = 0;  // in LayoutPlan::parts
   std::int64_t layers = 0, full_recompute = 0, mtp_depths = 0;
   bool embedding = false, head = false, has_moe = false;
   std::array<bool, 2> kind_present{};  // body or MTP layers of each kind (0 dense, 1 MoE)
+  // Body layers by [kind][fully recomputed]: a stage's time adds each layer's, so the compute side
+  // multiplies the kind's figures by these instead of walking the layers.
+  std::array<std::array<std::int64_t, 2>, 2> body_layers{};
   int last_layer_kind = -1;            // its last body layer's kind, −1 with none
 };
 
-struct ActivationPlan {
+struct LayoutPlan {
   std::int64_t pp = 0, vpp = 0;
+  bool split_ends = false;  // the embedding and the head on different stages (§5.3)
   std::vector<PlannedRun> runs;
   std::vector<PlannedChunk> chunks;  // stage-major: chunks[i·vpp + c]
   std::vector<PlannedStage> stages;
@@ -58,7 +63,7 @@ struct ActivationPlan {
 
 // The plan of `layout` for `s`'s pp and vpp; `full_recompute` splits runs where each chunk's fully
 // recomputed layers end. Reuses `out`'s storage.
-void make_activation_plan(ActivationPlan& out, const Model& model, const PipelineLayout& layout, std::int64_t pp,
+void make_layout_plan(LayoutPlan& out, const Model& model, const PipelineLayout& layout, std::int64_t pp,
                           std::int64_t vpp, bool full_recompute);
 
 }  // namespace meshfit
