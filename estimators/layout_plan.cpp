@@ -3,7 +3,7 @@
 namespace meshfit {
 
 void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp,
-                          std::int64_t vpp, bool full_recompute) {
+                      std::int64_t vpp, bool full_recompute, bool find_twins) {
   out.pp = pp;
   out.vpp = vpp;
   out.layer_ffn = m.layer_ffn;
@@ -70,6 +70,30 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
       }
     }
     ps.parts_end = static_cast<std::uint32_t>(out.parts.size());
+  }
+  // Twins: each chunk not at an end of the model against the first chunk of each run signature.
+  auto same_runs = [&](const PlannedChunk& a, const PlannedChunk& b) {
+    if (a.end - a.begin != b.end - b.begin) return false;
+    for (std::uint32_t k = 0; k < a.end - a.begin; ++k) {
+      const PlannedRun& x = out.runs[a.begin + k];
+      const PlannedRun& y = out.runs[b.begin + k];
+      if (x.count != y.count || x.kind != y.kind || x.full != y.full) return false;
+    }
+    return true;
+  };
+  std::vector<std::uint32_t>& firsts = out.signature_firsts;  // the first chunk of each signature met
+  firsts.clear();
+  for (std::uint32_t k = 0; k < out.chunks.size(); ++k) {
+    PlannedChunk& pc = out.chunks[k];
+    if (!find_twins || pc.vstage == 0 || pc.vstage == nv - 1 || pc.begin == pc.end) continue;
+    for (const std::uint32_t f : firsts) {
+      if (same_runs(out.chunks[f], pc)) {
+        pc.twin = f;
+        out.chunks[f].walked = true;
+        break;
+      }
+    }
+    if (pc.twin == PlannedChunk::kNoTwin) firsts.push_back(k);
   }
 }
 

@@ -27,8 +27,14 @@ struct PlannedRun {
 };
 
 struct PlannedChunk {
+  static constexpr std::uint32_t kNoTwin = UINT32_MAX;
   std::int64_t vstage = 0;           // u, the virtual stage held as this chunk
   std::uint32_t begin = 0, end = 0;  // its runs in LayoutPlan::runs, model order
+  // An earlier chunk (index in LayoutPlan::chunks) whose runs have the same counts, kinds and
+  // recompute classes, neither holding an end of the model: its activations are the same
+  // figures, so the activation side walks only the first of them. `walked`: one that others copy.
+  std::uint32_t twin = kNoTwin;
+  bool walked = false;
 };
 
 struct PlannedStage {
@@ -49,6 +55,7 @@ struct LayoutPlan {
   std::vector<PlannedChunk> chunks;  // stage-major: chunks[i·vpp + c]
   std::vector<PlannedStage> stages;
   std::vector<std::pair<StatePart, double>> parts;  // (part, times), stage after stage
+  std::vector<std::uint32_t> signature_firsts;      // make_layout_plan's work space (storage kept)
 
   const PlannedChunk& chunk(std::int64_t stage, std::int64_t c) const {
     return chunks[static_cast<std::size_t>(stage * vpp + c)];
@@ -62,8 +69,9 @@ struct LayoutPlan {
 };
 
 // The plan of `layout` for `s`'s pp and vpp; `full_recompute` splits runs where each chunk's fully
-// recomputed layers end. Reuses `out`'s storage.
+// recomputed layers end. Without `find_twins` every chunk is walked (the tests' reference).
+// Reuses `out`'s storage.
 void make_layout_plan(LayoutPlan& out, const Model& model, const PipelineLayout& layout, std::int64_t pp,
-                          std::int64_t vpp, bool full_recompute);
+                      std::int64_t vpp, bool full_recompute, bool find_twins = true);
 
 }  // namespace meshfit

@@ -56,6 +56,19 @@ bool grad_clip_adjusts(const Run& run) {
   return run.options.grad_clip && (run.rules == Rules::sapp_nd || run.options.grad_clip_seed);
 }
 
+// A chunk's figures that a twin chunk (same runs, layout_plan.hpp) copies instead of walking its
+// runs: its kept bytes, its first largest Tr_layer base per kind (the run, counted from the
+// chunk's first, and the candidate's place among the chunk's, −1: none of the kind), its largest
+// attention transient, and the grad-clip seed's full-layer figures.
+struct ChunkWalk {
+  double A = 0;
+  std::array<double, 2> best{kNone, kNone};
+  std::array<std::int64_t, 2> best_run{-1, -1}, best_offset{0, 0};
+  double tr_attn = 0;
+  std::array<std::int64_t, 2> full_layers{};
+  double full_kept = 0;
+};
+
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9).
 void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* cache, std::uint64_t context,
                      const Model& m, const Run& run, const Device& dev, const Strategy& s) {
@@ -150,6 +163,9 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
     }
     attn_tp[ki] = n_cp * k.census.w_att_tp;
   }
+  // The walked chunks' figures (layout_plan.hpp's twins), by chunk index; storage kept per thread.
+  thread_local std::vector<ChunkWalk> walks;
+  if (walks.size() < plan.chunks.size()) walks.resize(plan.chunks.size());
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageActivations& a = side.stages[static_cast<std::size_t>(i)];
     const PlannedStage& ps = plan.stages[static_cast<std::size_t>(i)];
@@ -187,7 +203,31 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
       const PlannedChunk& pc = plan.chunk(i, c);
       const std::int64_t u = pc.vstage;
       double& A = st.chunk_bytes[cu];
+      if (!seed && pc.twin != PlannedChunk::kNoTwin) {
+        // The same runs as an earlier chunk walked in this call: the same figures, in the same
+        // order of additions. Offering only its first largest candidate per kind leaves the
+        // stage's first largest (and its position) as the scan over every run would.
+        const ChunkWalk& w = walks[pc.twin];
+        A = w.A;
+        tr_attn = std::max(tr_attn, w.tr_attn);
+        for (std::size_t k = 0; k < 2; ++k) {
+          if (w.best_run[k] < 0) continue;
+          const PlannedRun& R = plan.runs[pc.begin + static_cast<std::uint32_t>(w.best_run[k])];
+          const std::int64_t at = run_act[R.kind][R.full ? 1 : 0].kept < 0 ? R.first : R.first + R.count - 1;
+          offer(a.tr_base, &a.tr_at, &a.tr_order, k, w.best[k], at, position + w.best_offset[k]);
+          if (per_chunk_tr) offer(a.chunk_tr_base[cu], nullptr, nullptr, k, w.best[k], 0, 0);
+        }
+        if (per_chunk_full) {
+          a.full_layers[cu] = w.full_layers;
+          a.full_kept[cu] = w.full_kept;
+        }
+        position += static_cast<std::int64_t>(pc.end - pc.begin);
+        continue;
+      }
+      ChunkWalk walk;  // what a twin copies, when this chunk has one
+      const std::int64_t chunk_start = position;
       Recompute last_mode = rest_mode;
+      double tr_attn_chunk = 0;
       // The chunk's layers as runs of one kind and one recompute mode (layout_plan.hpp).
       for (std::uint32_t r = pc.begin; r < pc.end; ++r) {
         const PlannedRun& R = plan.runs[r];
@@ -200,6 +240,7 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
         }
         A += static_cast<double>(R.count) * act.kept;
         tr_attn = std::max(tr_attn, attn_tp[R.kind]);
+        tr_attn_chunk = std::max(tr_attn_chunk, attn_tp[R.kind]);
       }
       double output_side = 0;  // kept bytes the backward frees before reaching the body layers
       if (u == 0) A += k_emb;
@@ -245,10 +286,24 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
           }
           if (per_chunk_tr && R.full) offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
         } else {
+          if (pc.walked && base > walk.best[R.kind]) {
+            walk.best[R.kind] = base;
+            walk.best_run[R.kind] = static_cast<std::int64_t>(j - pc.begin);
+            walk.best_offset[R.kind] = position - chunk_start;
+          }
           offer(a.tr_base, &a.tr_at, &a.tr_order, R.kind, base, at, position++);
           if (per_chunk_tr) offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
         }
         after += static_cast<double>(R.count) * act.kept;
+      }
+      if (pc.walked && !seed) {
+        walk.A = A;
+        walk.tr_attn = tr_attn_chunk;
+        if (per_chunk_full) {
+          walk.full_layers = a.full_layers[cu];
+          walk.full_kept = a.full_kept[cu];
+        }
+        walks[static_cast<std::size_t>(i * s.vpp + c)] = walk;
       }
     }
 
@@ -564,7 +619,7 @@ const LayoutPlan& MemoryScratch::prepare_plan(const Model& m, const Strategy& s)
   // only a plan made outside it compares the model's layer kinds.
   const bool same_model = memo_context != 0 && plan_context[current] == memo_context;
   if (plan_stale[current] || (!same_model && !plan.made_for(m))) {
-    make_layout_plan(plan, m, layouts[current], s.pp, s.vpp, s.recompute == Recompute::full);
+    make_layout_plan(plan, m, layouts[current], s.pp, s.vpp, s.recompute == Recompute::full, !walk_every_chunk);
     plan_stale[current] = false;
   }
   plan_context[current] = memo_context;

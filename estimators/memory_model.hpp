@@ -113,6 +113,7 @@ struct MemoryScratch {
   std::array<LayoutPlan, 2> plans;
   std::array<bool, 2> plan_stale{true, true};
   std::array<std::uint64_t, 2> plan_context{};  // the memo context each plan was last used in
+  bool walk_every_chunk = false;  // no twin chunks copied (layout_plan.hpp): the tests' reference
   ActivationSide side;   // used when there is no memo
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;
