@@ -67,6 +67,7 @@ struct ChunkWalk {
   double tr_attn = 0;
   std::array<std::int64_t, 2> full_layers{};
   double full_kept = 0;
+  std::int64_t offered_in = -1;  // the last stage its candidates were offered to
 };
 
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9).
@@ -207,15 +208,20 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
         // The same runs as an earlier chunk walked in this call: the same figures, in the same
         // order of additions. Offering only its first largest candidate per kind leaves the
         // stage's first largest (and its position) as the scan over every run would.
-        const ChunkWalk& w = walks[pc.twin];
+        ChunkWalk& w = walks[pc.twin];
         A = w.A;
         tr_attn = std::max(tr_attn, w.tr_attn);
+        // Once this stage has been offered the walked chunk's candidates (by it or by a twin),
+        // its largest per kind are at least those, and the strict > takes none of them again.
+        const bool offered = w.offered_in == i;
+        w.offered_in = i;
         for (std::size_t k = 0; k < 2; ++k) {
           if (w.best_run[k] < 0) continue;
+          if (per_chunk_tr) offer(a.chunk_tr_base[cu], nullptr, nullptr, k, w.best[k], 0, 0);
+          if (offered) continue;
           const PlannedRun& R = plan.runs[pc.begin + static_cast<std::uint32_t>(w.best_run[k])];
           const std::int64_t at = run_act[R.kind][R.full ? 1 : 0].kept < 0 ? R.first : R.first + R.count - 1;
           offer(a.tr_base, &a.tr_at, &a.tr_order, k, w.best[k], at, position + w.best_offset[k]);
-          if (per_chunk_tr) offer(a.chunk_tr_base[cu], nullptr, nullptr, k, w.best[k], 0, 0);
         }
         if (per_chunk_full) {
           a.full_layers[cu] = w.full_layers;
@@ -297,6 +303,7 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
         after += static_cast<double>(R.count) * act.kept;
       }
       if (pc.walked && !seed) {
+        walk.offered_in = i;
         walk.A = A;
         walk.tr_attn = tr_attn_chunk;
         if (per_chunk_full) {
