@@ -89,6 +89,17 @@ TEST_CASE("interleaved 1F1B: the bounded simulation equals the full timeline") {
           CHECK(in_flight(s, i, equal).peak == reference_interleaved(pp, v, m, i, equal, &counts));
           CHECK(in_flight(s, i, equal).counts == counts);
           CHECK(in_flight(s, i, with_empty_chunk).peak == reference_interleaved(pp, v, m, i, with_empty_chunk));
+          // Fractional byte counts, and whole ones near the top of exact double sums.
+          std::vector<double> fractional, huge;
+          for (std::int64_t c = 0; c < v; ++c) {
+            fractional.push_back(A[static_cast<std::size_t>(c)] + 0.1 * static_cast<double>(c % 3));
+            // 2^46: the longest timelines here (n_wu + 1 = 63) still sum below 2^53.
+            huge.push_back(0x1p46 + static_cast<double>((c * 5 + i) % 7));
+          }
+          CHECK(in_flight(s, i, fractional).peak == reference_interleaved(pp, v, m, i, fractional, &counts));
+          CHECK(in_flight(s, i, fractional).counts == counts);
+          CHECK(in_flight(s, i, huge).peak == reference_interleaved(pp, v, m, i, huge, &counts));
+          CHECK(in_flight(s, i, huge).counts == counts);
         }
       }
     }
