@@ -363,6 +363,43 @@ Strategy static_key(const Strategy& s) {
   return k;
 }
 
+// finish without the report's stages (the search): peak, peak stage, fit and static floor from
+// the b-free addends kept in `statics` and what the activation side holds for this b — the
+// detailed loop's operations in its order, so the same figures (a test compares them).
+void finish_totals(MemoryReport& report, const ActivationSide& side, const StaticSide& statics, const Device& dev,
+                   const Strategy& s, bool gather_per_layer, double x_sp) {
+  report.peak = 0;
+  report.peak_stage = 0;
+  for (std::int64_t i = 0; i < s.pp; ++i) {
+    const StageActivations& a = side.stages[static_cast<std::size_t>(i)];
+    const StageMemory& p = a.partial;
+    const StaticSide::Totals& t = statics.totals[static_cast<std::size_t>(i)];
+    double tr_layer = kNone;  // §9.1's largest layer candidate, the first kind met on a tie
+    std::int64_t order = 0;
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (a.tr_base[k] == kNone) continue;
+      const KindStates& ks = statics.kinds[k];
+      const double tr = a.tr_base[k] + ks.gathered_params + ks.reduce_buffers + x_sp;
+      if (tr > tr_layer || (tr == tr_layer && a.tr_order[k] < order)) {
+        tr_layer = tr;
+        order = a.tr_order[k];
+      }
+    }
+    const double transient = std::max({0.0, tr_layer == kNone ? 0 : tr_layer, p.tr_attn, p.tr_logits,
+                                       gather_per_layer ? t.tr_fsdp : p.tr_fsdp, t.tr_bucket, p.tr_cp, p.tr_ep});
+    const double backward = t.stat + (t.defers ? t.deferred : p.deferred_grads) + p.activations + transient;
+    const double reserved = std::max(backward, t.step) * (1 + dev.fragmentation);
+    const double device = reserved + dev.overhead_context + t.communicator_buffers + dev.overhead_workspaces +
+                          t.ep_library + dev.overhead_fixed;
+    if (i == 0 || device > report.peak) {
+      report.peak = device;
+      report.peak_stage = i;
+    }
+  }
+  report.static_floor = statics.static_floor;
+  report.fits = report.peak <= report.budget;
+}
+
 // The estimate: the activation side, then per (z, G) the model states, the ZeRO/FSDP parts of the
 // transients and the totals (§6, §9, §11). `statics` holds the (z, G) side's b-free parts, reused
 // when its key and `context` match (context 0: always recomputed).
@@ -372,16 +409,31 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   const bool seed = run.rules == Rules::sapp_nd;
   const RunOptions& o = run.options;
   const double h = static_cast<double>(m.hidden);
+  const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
+  const bool reshard = reshards_after_forward(run, s);
+  const bool gather_per_layer = s.zero == 3 && reshard;
+  const double x_sp = s.tp > 1 && s.sp ? n_cp * o.beta_a * h : 0;  // Xsp of §9.1
+  const Strategy key = static_key(s);
+  const bool fresh_statics = context == 0 || statics.context != context || !(statics.key == key);
+  report.capacity = dev.capacity;
+  report.budget = dev.capacity - headroom_bytes;
+  // Without detail and without the seed's rules, the grad-clip seed or DualPipeV's overlap (which
+  // read per-chunk figures), only the totals are made.
+  const bool totals_only = !detail && !seed && !grad_clip_adjusts(run) && !dualpipev_overlap(s);
+  if (totals_only && !fresh_statics) {
+    while (!report.stages.empty()) {  // (kept for a later detailed estimate, as below)
+      spare.push_back(std::move(report.stages.back()));
+      report.stages.pop_back();
+    }
+    finish_totals(report, side, statics, dev, s, gather_per_layer, x_sp);
+    return;
+  }
   const double tp = static_cast<double>(s.tp);
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
-  const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
   const ZeroDivisors z = zero_divisors(s, run);
-  const bool reshard = reshards_after_forward(run, s);
   const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
-  const bool gather_per_layer = s.zero == 3 && reshard;
   const double prefetch = 1 + static_cast<double>(o.fsdp_prefetch_layers);
   const double seed_full_input = o.beta_a * static_cast<double>(run.seq * s.micro_batch) * h / static_cast<double>(s.sigma());
-  const double x_sp = s.tp > 1 && s.sp ? n_cp * o.beta_a * h : 0;  // Xsp of §9.1
 
   // The ends of the model (§4.7, §4.8, §5.3).
   const double table_params = v_pad * h / tp;
@@ -395,8 +447,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
 
-  const Strategy key = static_key(s);
-  if (context == 0 || statics.context != context || !(statics.key == key)) {
+  if (fresh_statics) {
     statics.context = context;
     statics.key = key;
     const sapp_nd::Factors seed_f = seed ? sapp_nd::factors(m, s) : sapp_nd::Factors{};
@@ -456,6 +507,43 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
         statics.held[i] = run.precision.beta_gather * held;
       }
     }
+    // The b-free addends of each stage's totals, in finish's own expressions and order.
+    statics.totals.assign(statics.stages.size(), StaticSide::Totals{});
+    statics.static_floor = 0;
+    const bool defers = defers_grad_sync(run, s);
+    for (std::size_t i = 0; i < statics.stages.size(); ++i) {
+      const StageActivations& a = side.stages[i];
+      const ModelStates& states = statics.stages[i];
+      StaticSide::Totals& t = statics.totals[i];
+      StageMemory st;
+      st.weights = states.weights;
+      st.grads = states.grads;
+      st.optimizer = states.optimizer;
+      st.gathered = states.gathered + statics.held[i];
+      st.fp8_cache = states.fp8_cache;
+      t.stat = st.static_total();
+      t.step = t.stat + (o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
+                         (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0));
+      t.defers = defers;
+      if (defers) t.deferred = run.precision.beta_gcomm * states.unsharded_elements;
+      double max_pg = 0, max_rg = 0;
+      for (std::size_t k = 0; k < 2; ++k) {
+        if (!a.kind_present[k]) continue;
+        max_pg = std::max(max_pg, statics.kinds[k].gathered_params);
+        max_rg = std::max(max_rg, statics.kinds[k].reduce_buffers);
+      }
+      if (gather_per_layer) {
+        double tables = (a.partial.embedding ? 1 : 0);
+        if (a.partial.head && (!m.tie || split_ends)) tables += 1;
+        t.tr_fsdp = std::max(max_pg, tables > 0 ? prefetch * run.precision.beta_gather * table_params : 0);
+      }
+      t.tr_bucket = s.zero >= 2 ? max_rg : run.profile.grad_bucket_elements * run.precision.beta_G;
+      t.communicator_buffers = static_cast<double>(statics.communicators[i]) * dev.overhead_per_communicator;
+      t.ep_library = a.has_moe ? dev.overhead_ep_library : 0;
+      statics.static_floor = std::max(statics.static_floor, t.stat * (1 + dev.fragmentation) + dev.overhead_context +
+                                                                t.communicator_buffers + dev.overhead_workspaces +
+                                                                t.ep_library + dev.overhead_fixed);
+    }
   }
   const KindStates& dense = statics.kinds[0];
   const KindStates& moe = statics.kinds[1];
@@ -464,8 +552,6 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     return base + ks.gathered_params + ks.reduce_buffers + x_sp;
   };
 
-  report.capacity = dev.capacity;
-  report.budget = dev.capacity - headroom_bytes;
   report.peak = 0;
   report.peak_stage = 0;
   report.static_floor = 0;
@@ -483,6 +569,10 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
       report.stages.push_back(std::move(spare.back()));
       spare.pop_back();
     }
+  }
+  if (totals_only) {
+    finish_totals(report, side, statics, dev, s, gather_per_layer, x_sp);
+    return;
   }
   StageMemory lean;  // the stage being totalled without detail (its vectors stay empty)
   for (std::int64_t i = 0; i < s.pp; ++i) {

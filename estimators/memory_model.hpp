@@ -86,6 +86,19 @@ struct StaticSide {
   std::vector<ModelStates> stages;  // replayed in the activation side's order
   std::vector<double> held;         // FSDP2 root and last block kept gathered, bytes
   std::vector<std::int64_t> communicators;  // n_comm per stage (§10.2)
+  // Per stage, the b-free addends of its totals (finish_totals): kept with the rest so that an
+  // estimate of the totals alone adds only what b changes.
+  struct Totals {
+    double stat = 0;             // static_total(): weights, grads, optimizer, gathered, FP8 cache
+    double step = 0;             // stat + the optimizer-step transient
+    double deferred = 0;         // deferred gradient sync (ruling 10), when `defers`
+    bool defers = false;
+    double tr_fsdp = 0;          // when FSDP gathers per layer
+    double tr_bucket = 0;
+    double communicator_buffers = 0, ep_library = 0;
+  };
+  std::vector<Totals> totals;
+  double static_floor = 0;  // the report's static_floor, the largest over the stages
 };
 
 // The activation side of one strategy: the same for every (z, G).

@@ -69,7 +69,8 @@ TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
     const char* model;
     std::int64_t devices, seq, gb;
     const char* base;  // everything but zero, shard_group, recompute, mbs
-    int variant = 0;   // 1: grad_clip_model seed; 2: --rules sapp-nd
+    int variant = 0;   // 1: grad_clip_model seed; 2: --rules sapp-nd; 3: torchtitan (FSDP2: per-layer
+                       // gathers, root and last block held, deferred gradient sync with pp > 1)
   };
   const Family families[] = {
       {"deepseek-v3", 256, 4096, 1024, "dp=8,tp=8,sp=true,pp=4,vpp=2,ep=32"},
@@ -78,6 +79,9 @@ TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
       {"llama-3.1-70b", 64, 8192, 512, "dp=4,tp=4,sp=true,pp=2,cp=2,cp_algo=ring"},
       {"llama-3.1-70b", 64, 8192, 512, "dp=4,tp=4,sp=true,pp=4,vpp=2", 1},
       {"mixtral-8x7b", 64, 4096, 256, "dp=8,tp=2,sp=true,pp=4,ep=8", 2},
+      {"llama-3.1-70b", 64, 8192, 512, "dp=8,tp=4,sp=true,pp=2", 3},
+      {"llama-3.1-70b", 64, 8192, 512, "dp=64,tp=1,pp=1", 3},  // pp 1: FSDP2 reshards after forward, gathers per layer
+      {"deepseek-v3", 256, 4096, 1024, "dp=8,tp=8,sp=true,pp=4,ep=32", 3},
   };
   const char* zeros[] = {"zero=0", "zero=1,shard_group=2", "zero=2", "zero=3", "zero=3,shard_group=4"};
   const char* modes[] = {"recompute=none", "recompute=selective", "recompute=full"};
@@ -117,7 +121,7 @@ TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
         CAPTURE(text);
         meshfit::test::Case c;
         try {
-          c = make_case(f.model, f.devices, f.seq, f.gb, text);
+          c = make_case(f.model, f.devices, f.seq, f.gb, text, f.variant == 3 ? "torchtitan" : "megatron");
         } catch (const std::exception&) {
           continue;  // a combination the model cannot take (H16's shard-group clause, ...)
         }
