@@ -354,12 +354,18 @@ void copy_totals(StageMemory& st, const StageMemory& p) {
 }
 
 // The key a StaticSide is kept under: `s` without its micro-batch size, micro-batch count and
-// non-full recompute mode (none and selective hold the same model states).
-Strategy static_key(const Strategy& s) {
+// recompute mode. No part of the (z, G) side reads the mode; it reads the layout plan's model-state
+// parts, which full recompute splits where a chunk's fully recomputed layers end — except when
+// every layer is (n_rc unset, no per-stage counts), so then all modes share one key.
+Strategy static_key(const Strategy& s, const Run& run) {
   Strategy k = s;
   k.micro_batch = 1;
   k.num_microbatches = 1;
-  if (k.recompute != Recompute::full) k.recompute = Recompute::none;
+  const bool every_layer = k.recompute_layers == 0 && run.options.full_layers_per_vstage.empty();
+  if (k.recompute != Recompute::full || every_layer) {
+    k.recompute = Recompute::none;
+    k.recompute_layers = 0;
+  }
   return k;
 }
 
@@ -413,7 +419,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   const bool reshard = reshards_after_forward(run, s);
   const bool gather_per_layer = s.zero == 3 && reshard;
   const double x_sp = s.tp > 1 && s.sp ? n_cp * o.beta_a * h : 0;  // Xsp of §9.1
-  const Strategy key = static_key(s);
+  const Strategy key = static_key(s, run);
   const bool fresh_statics = context == 0 || statics.context != context || !(statics.key == key);
   report.capacity = dev.capacity;
   report.budget = dev.capacity - headroom_bytes;
