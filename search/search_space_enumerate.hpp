@@ -140,6 +140,22 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   std::vector<std::vector<std::pair<std::size_t, std::int64_t>>> groups(static_cast<std::size_t>(kLevels));
   std::array<const std::vector<std::pair<std::size_t, std::int64_t>>*, kLevels> row_groups{};
   const std::vector<std::pair<std::size_t, std::int64_t>> no_failure{{RulePlan::kNone, static_cast<std::int64_t>(nb_count)}};
+  // A decided subtree whose sizes fail different rules: each run of sizes credited to the first
+  // failing rule of (this node, that size), consecutive runs of one rule together.
+  auto credit_groups = [&](const std::vector<std::pair<std::size_t, std::int64_t>>& row_groups_here, std::size_t node_first,
+                           std::int64_t per_b) {
+    std::size_t slot = SIZE_MAX;
+    std::int64_t n = 0;
+    for (const auto& [f, count] : row_groups_here) {
+      const std::size_t next = plan.rules[std::min(node_first, f)].slot;
+      if (next != slot && n > 0) reject(slot, n), n = 0;
+      slot = next;
+      n += per_b * count;
+    }
+    reject(slot, n);
+  };
+  const bool defer_zero_credit = plan.at[2 * static_cast<std::size_t>(zero_level) + 1].empty();
+  std::vector<std::pair<std::size_t, std::int64_t>> zero_credit;  // (first failing rule, per-b count)
   auto enter = [&](int level, std::int64_t per_b) {
     const auto L = static_cast<std::size_t>(level);
     const std::size_t parent = level == 0 ? RulePlan::kNone : first[L - 1];
@@ -191,16 +207,25 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
       reject(plan.rules[first[L]].slot, per_b * static_cast<std::int64_t>(nb_count));
       return true;
     }
-    std::size_t slot = SIZE_MAX;  // consecutive sizes with the same rule are credited together
-    std::int64_t n = 0;
-    for (const auto& [f, count] : *row_groups[L]) {
-      const std::size_t next = plan.rules[std::min(first[L], f)].slot;
-      if (next != slot && n > 0) reject(slot, n), n = 0;
-      slot = next;
-      n += per_b * count;
+    if (level == zero_level && defer_zero_credit) {
+      // The ZeRO settings under one etp share this row: their credits are summed per first
+      // failing rule and spread over the row's groups once, after the ZeRO loop (credit_zero).
+      auto it = std::find_if(zero_credit.begin(), zero_credit.end(), [&](const auto& c) { return c.first == first[L]; });
+      if (it == zero_credit.end()) {
+        zero_credit.emplace_back(first[L], per_b);
+      } else {
+        it->second += per_b;
+      }
+      return true;
     }
-    reject(slot, n);
+    credit_groups(*row_groups[L], first[L], per_b);
     return true;
+  };
+  // Credits the ZeRO settings' deferred rejections against the etp level's row (the ZeRO level
+  // adds no row of its own when defer_zero_credit): the same counts per rule as crediting each.
+  auto credit_zero = [&]() {
+    for (const auto& [f, per_b] : zero_credit) credit_groups(*row_groups[static_cast<std::size_t>(etp_level)], f, per_b);
+    zero_credit.clear();
   };
 
   s.ep = s.etp = 1;  // a dense model's throughout; H5's tp clause is read with etp = 1
@@ -273,6 +298,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
                 ++mode_index;
               }
             }
+            credit_zero();
           }
         }
       }
