@@ -65,6 +65,10 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
     entry->key = key;
     entry->times[0] = layer_time(m, run, d, s, FfnKind::dense);
     entry->times[1] = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : entry->times[0];
+    // Per-rank parameter counts of a layer (memory-model §4.9).
+    const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
+    entry->params[0] = rank_params(layer_params(m, FfnKind::dense, kv_counted), s);
+    entry->params[1] = m.is_moe() ? rank_params(layer_params(m, FfnKind::moe, kv_counted), s) : entry->params[0];
   }
   const LayerTime& dense = entry->times[0];
   const LayerTime& moe = entry->times[1];
@@ -79,10 +83,8 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
   const bool hidden = o.pp_overlap || (s.schedule == Schedule::dualpipev && o.dualpipe_overlap);
   const double p2p = s.pp > 1 && !hidden ? 2 * static_cast<double>(s.vpp) * point_to_point(d, pp_inside, S_pp) : 0;
 
-  // Per-rank parameter counts of a layer (memory-model §4.9).
-  const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
-  const RankParams dense_p = rank_params(layer_params(m, FfnKind::dense, kv_counted), s);
-  const RankParams moe_p = m.is_moe() ? rank_params(layer_params(m, FfnKind::moe, kv_counted), s) : dense_p;
+  const RankParams& dense_p = entry->params[0];
+  const RankParams& moe_p = entry->params[1];
   const double table = v_pad * h / tp;
 
   if (!cache || context == 0 || cache->flops_context != context) {

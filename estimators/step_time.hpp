@@ -10,6 +10,7 @@
 #include "estimators/layer_time.hpp"
 #include "estimators/model.hpp"
 #include "estimators/layout_plan.hpp"
+#include "estimators/model_states.hpp"
 #include "estimators/run.hpp"
 #include "estimators/strategy.hpp"
 #include "estimators/time_report.hpp"
@@ -39,6 +40,7 @@ struct LayerTimeCache {
     std::uint64_t context = 0;  // 0: empty
     std::array<std::int64_t, 9> key{};
     std::array<LayerTime, 2> times{};  // dense, MoE
+    std::array<RankParams, 2> params{};  // a layer's per-rank parameters (tp, ep, etp), dense, MoE
   };
   std::vector<Entry> slots;  // kTableSlots (slot_hash.hpp), allocated on first use
   // F_model (ComputeSide::model_flops) reads only the model and the run: kept for `flops_context`.
