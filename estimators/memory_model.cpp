@@ -709,7 +709,10 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
 
 const PipelineLayout& MemoryScratch::prepare_layout(const Model& m, const Run& run, const Strategy& s) {
   current = s.recompute == Recompute::full ? 1 : 0;
-  if (update_layout_key(layout_keys[current], m, run, s)) {
+  // Within one memo context the model and run stay the same (zero_free_memo.hpp).
+  const bool same_inputs = memo_context != 0 && layout_context[current] == memo_context;
+  layout_context[current] = memo_context;
+  if (update_layout_key(layout_keys[current], m, run, s, same_inputs)) {
     make_layout_into(layouts[current], m, run, s);
     plan_stale[current] = true;  // the plan of the previous layout
   }

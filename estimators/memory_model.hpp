@@ -122,6 +122,7 @@ struct MemoryScratch {
   const LayoutPlan& prepare_plan(const Model& model, const Strategy& s);
   std::array<PipelineLayout, 2> layouts;
   std::array<LayoutKey, 2> layout_keys;
+  std::array<std::uint64_t, 2> layout_context{};  // the memo context each layout key was last set in
   std::size_t current = 0;
   std::array<LayoutPlan, 2> plans;
   std::array<bool, 2> plan_stale{true, true};

@@ -104,14 +104,20 @@ bool layout_counts_valid(const Model& m, const Run& run, const Strategy& s) {
   return true;
 }
 
-bool update_layout_key(LayoutKey& key, const Model& m, const Run& run, const Strategy& s) {
+bool update_layout_key(LayoutKey& key, const Model& m, const Run& run, const Strategy& s, bool same_model_and_run) {
   const RunOptions& o = run.options;
   const bool full = s.recompute == Recompute::full;
   const std::int64_t n_rc = full ? s.recompute_layers : 0;
-  if (key.layers == m.layers && key.first_stage == o.layers_first_stage && key.last_stage == o.layers_last_stage &&
-      key.pp == s.pp && key.vpp == s.vpp && key.recompute_layers == n_rc &&
-      key.account_embedding == o.account_embedding && key.account_loss == o.account_loss && key.full == full &&
-      key.schedule == s.schedule && key.per_vstage == o.layers_per_vstage && key.full_per_vstage == o.full_layers_per_vstage) {
+  if (same_model_and_run && key.layers >= 0) {  // only what the strategy sets can have changed
+    if (key.pp == s.pp && key.vpp == s.vpp && key.recompute_layers == n_rc && key.full == full &&
+        key.schedule == s.schedule) {
+      return false;
+    }
+  } else if (key.layers == m.layers && key.first_stage == o.layers_first_stage &&
+             key.last_stage == o.layers_last_stage && key.pp == s.pp && key.vpp == s.vpp &&
+             key.recompute_layers == n_rc && key.account_embedding == o.account_embedding &&
+             key.account_loss == o.account_loss && key.full == full && key.schedule == s.schedule &&
+             key.per_vstage == o.layers_per_vstage && key.full_per_vstage == o.full_layers_per_vstage) {
     return false;
   }
   key.layers = m.layers;

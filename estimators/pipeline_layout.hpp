@@ -48,7 +48,10 @@ struct LayoutKey {
   bool operator==(const LayoutKey&) const = default;
 };
 // Sets `key` to (model, run, s)'s; false when it already was (the layout made from it stands).
-bool update_layout_key(LayoutKey& key, const Model& model, const Run& run, const Strategy& s);
+// `same_model_and_run`: the key was last set from this model and run (the caller knows), so only
+// the strategy's fields are compared.
+bool update_layout_key(LayoutKey& key, const Model& model, const Run& run, const Strategy& s,
+                       bool same_model_and_run = false);
 
 // The same into `out`, reusing its storage (no allocation once warm): the estimators' hot path.
 void make_layout_into(PipelineLayout& out, const Model& model, const Run& run, const Strategy& s);
