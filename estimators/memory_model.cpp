@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 #include <string>
 
-#include "estimators/layout_plan.hpp"
 #include "estimators/backward_transients.hpp"
 #include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
+#include "estimators/layout_plan.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/overheads.hpp"
 #include "estimators/parameter_counts.hpp"
@@ -24,17 +25,6 @@ namespace {
 constexpr double kNone = -std::numeric_limits<double>::infinity();
 using Part = StageActivations::Part;
 
-// Clears a stage for reuse, keeping its vectors' storage.
-void reset(StageMemory& st) {
-  std::vector<double> bytes = std::move(st.chunk_bytes);
-  std::vector<std::int64_t> inflight = std::move(st.chunk_inflight);
-  st = StageMemory{};
-  st.chunk_bytes = std::move(bytes);
-  st.chunk_inflight = std::move(inflight);
-}
-
-// A layer kind's activations under this strategy, the same for every layer of the kind: computed
-// once per estimate rather than once per layer.
 // A Tr_layer candidate X − K_after of layer kind `k` at body index `at` (§9.1). Pg + Rg + Xsp,
 // added later, depend only on the kind, and adding a constant keeps the order of floating-point
 // values, so the kind's largest base gives its largest candidate. Strictly greater: on a tie the
@@ -99,7 +89,7 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
   };
   // The kinds, from the cache when this search (context) has met their key.
   const std::array<std::int64_t, 8> key{s.tp, s.sigma(), s.cp, static_cast<std::int64_t>(s.cp_algo), s.cp_u, s.ep, s.etp, s.micro_batch};
-  KindCache::Entry local;  // without a cache
+  std::optional<KindCache::Entry> local;  // without a cache (made only then)
   KindCache::Entry* entry = nullptr;
   if (cache && context != 0) {
     if (cache->slots.empty()) cache->slots.resize(kTableSlots);
@@ -115,7 +105,7 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
       fresh[1] = fresh[0];
       params[1] = params[0];
     }
-    if (!entry) entry = &local;
+    if (!entry) entry = &local.emplace();
     entry->context = context;
     entry->key = key;
     entry->kinds = fresh;
@@ -170,8 +160,9 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageActivations& a = side.stages[static_cast<std::size_t>(i)];
     const PlannedStage& ps = plan.stages[static_cast<std::size_t>(i)];
+    // The partial's fields this side sets are all set below, every time; the others stay at
+    // their defaults (nothing else writes a side's partial), so it is not cleared first.
     StageMemory& st = a.partial;
-    reset(st);
     st.stage = i;
     st.layers = ps.layers;
     st.full_recompute = ps.full_recompute;
@@ -179,7 +170,6 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
     st.head = ps.head;
     st.mtp_depths = ps.mtp_depths;
     st.chunk_bytes.assign(n_chunks, 0.0);
-    a.parts.assign(plan.parts.begin() + ps.parts_begin, plan.parts.begin() + ps.parts_end);
     a.tr_base = {kNone, kNone};
     a.tr_at = {-1, -1};
     a.tr_order = {0, 0};
@@ -325,9 +315,9 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
       st.activations = in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes);
     }
     st.tr_attn = tr_attn;
-    if (st.head) st.tr_logits = tr_logits;
-    if (st.layers + st.mtp_depths > 0) st.tr_cp = tr_cp;
-    if (a.has_moe) st.tr_ep = tr_ep;
+    st.tr_logits = st.head ? tr_logits : 0;
+    st.tr_cp = st.layers + st.mtp_depths > 0 ? tr_cp : 0;
+    st.tr_ep = a.has_moe ? tr_ep : 0;
   }
 }
 
@@ -411,7 +401,7 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
 // when its key and `context` match (context 0: always recomputed).
 void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, const ActivationSide& side,
             StaticSide& statics, std::uint64_t context, const Model& m, const Run& run, const Device& dev,
-            const Strategy& s, const PipelineLayout& layout, double headroom_bytes) {
+            const Strategy& s, const PipelineLayout& layout, const LayoutPlan& plan, double headroom_bytes) {
   const bool seed = run.rules == Rules::sapp_nd;
   const RunOptions& o = run.options;
   const double h = static_cast<double>(m.hidden);
@@ -493,7 +483,10 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
                                (m.tie || m.mtp_depths > 0) && split_ends && (a.partial.embedding || a.partial.head)};
       statics.communicators[i] = communicator_count(s, m.is_moe(), groups);
       ModelStates& states = statics.stages[i];
-      for (const auto& [part, times] : a.parts) {
+      const PlannedStage& ps = plan.stages[i];
+      const auto parts_begin = plan.parts.begin() + ps.parts_begin, parts_end = plan.parts.begin() + ps.parts_end;
+      for (auto it = parts_begin; it != parts_end; ++it) {
+        const auto& [part, times] = *it;
         switch (part) {
           case Part::dense_layer: states.add(statics.kinds[0].states, times); break;
           case Part::moe_layer: states.add(statics.kinds[1].states, times); break;
@@ -505,7 +498,8 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
         // torchtitan leaves the last block unsharded for the same reason: the stage's tables,
         // final norm and last body layer stay gathered from the forward through the backward.
         double held = a.last_layer_kind >= 0 ? side.params[static_cast<std::size_t>(a.last_layer_kind)].total() : 0;
-        for (const auto& [part, times] : a.parts) {
+        for (auto it = parts_begin; it != parts_end; ++it) {
+          const Part part = it->first;
           if (part == Part::embedding) held += embedding_table.total();
           if (part == Part::vocab) held += vocab_table.total();
           if (part == Part::final_norm) held += final_norm.total();
@@ -748,15 +742,20 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   scratch.prepare_layout(m, run, s);
   // The seed's activation side reads z and G (its shard factors), so it is never reused.
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
+  // The side and the (z, G) side read the same plan: that of the strategy's layout, which is the
+  // layout of every strategy a memo entry serves (the memo's node and mode fix it).
+  const LayoutPlan& plan = scratch.prepare_plan(m, s);
   if (context == 0) {
-    activation_side(scratch.side, scratch.prepare_plan(m, s), nullptr, 0, m, run, dev, s);
-    finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(), headroom_bytes);
+    activation_side(scratch.side, plan, nullptr, 0, m, run, dev, s);
+    finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(),
+           plan, headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
-  if (fresh) activation_side(side, scratch.prepare_plan(m, s), &scratch.kinds, context, m, run, dev, s);
-  finish(report, scratch.spare_stages, stage_detail, side, scratch.statics, context, m, run, dev, s, scratch.layout(), headroom_bytes);
+  if (fresh) activation_side(side, plan, &scratch.kinds, context, m, run, dev, s);
+  finish(report, scratch.spare_stages, stage_detail, side, scratch.statics, context, m, run, dev, s, scratch.layout(),
+         plan, headroom_bytes);
 }
 
 }  // namespace meshfit

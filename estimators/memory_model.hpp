@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "estimators/layout_plan.hpp"
 #include "estimators/device.hpp"
 #include "estimators/layer_activations.hpp"
+#include "estimators/layout_plan.hpp"
 #include "estimators/memory_report.hpp"
 #include "estimators/model.hpp"
 #include "estimators/model_states.hpp"
@@ -30,9 +30,8 @@ MemoryReport estimate_memory(const Model& model, const Run& run, const Cluster& 
 // states, the ZeRO/FSDP transients, Pg + Rg in the layer transient, totals — is added per (z, G).
 struct StageActivations {
   StageMemory partial;  // the fields above filled; the others zero
-  // The model-state additions of the stage in order (replayed per (z, G) in the same order).
+  // (The model-state additions of the stage, replayed per (z, G), are the layout plan's.)
   using Part = StatePart;
-  std::vector<std::pair<Part, double>> parts;
   // §9.1's Tr_layer candidates X − K_after (before + Pg + Rg + Xsp, which depend on the kind only):
   // the stage's best per layer kind, the layer it is at and its place in the scan (for ties).
   std::array<double, 2> tr_base{}, seed_last{};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "estimators/collectives.hpp"
 #include "estimators/layer_time.hpp"
@@ -54,13 +55,15 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
   // The kinds' times, from the cache when this search (context) has met their key.
   const std::array<std::int64_t, 9> key{s.tp, s.sigma(), s.cp, static_cast<std::int64_t>(s.cp_algo), s.cp_u, s.ep, s.etp,
                                         s.micro_batch, s.schedule == Schedule::dualpipev ? 1 : 0};
-  LayerTimeCache::Entry local;  // without a cache
-  LayerTimeCache::Entry* entry = &local;
+  std::optional<LayerTimeCache::Entry> local;  // without a cache (made only then)
+  LayerTimeCache::Entry* entry = nullptr;
   if (cache && context != 0) {
     if (cache->slots.empty()) cache->slots.resize(kTableSlots);
     entry = &cache->slots[slot_of(key)];
+  } else {
+    entry = &local.emplace();
   }
-  if (entry == &local || entry->context != context || entry->key != key) {
+  if (local || entry->context != context || entry->key != key) {
     entry->context = context;
     entry->key = key;
     entry->times[0] = layer_time(m, run, d, s, FfnKind::dense);
