@@ -200,10 +200,15 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
         // stage's first largest (and its position) as the scan over every run would.
         ChunkWalk& w = walks[pc.twin];
         A = w.A;
-        tr_attn = std::max(tr_attn, w.tr_attn);
         // Once this stage has been offered the walked chunk's candidates (by it or by a twin),
-        // its largest per kind are at least those, and the strict > takes none of them again.
+        // its largest per kind are at least those, and the strict > takes none of them again;
+        // its attention transient is in tr_attn already.
         const bool offered = w.offered_in == i;
+        if (offered && !per_chunk_tr && !per_chunk_full) {
+          position += static_cast<std::int64_t>(pc.end - pc.begin);
+          continue;
+        }
+        tr_attn = std::max(tr_attn, w.tr_attn);
         w.offered_in = i;
         for (std::size_t k = 0; k < 2; ++k) {
           if (w.best_run[k] < 0) continue;
@@ -220,7 +225,9 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
         position += static_cast<std::int64_t>(pc.end - pc.begin);
         continue;
       }
-      ChunkWalk walk;  // what a twin copies, when this chunk has one
+      // What a twin copies, when this chunk has one (filled as the chunk is walked).
+      ChunkWalk* walk = pc.walked && !seed ? &walks[static_cast<std::size_t>(i * s.vpp + c)] : nullptr;
+      if (walk) *walk = ChunkWalk{};
       const std::int64_t chunk_start = position;
       Recompute last_mode = rest_mode;
       double tr_attn_chunk = 0;
@@ -282,25 +289,24 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
           }
           if (per_chunk_tr && R.full) offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
         } else {
-          if (pc.walked && base > walk.best[R.kind]) {
-            walk.best[R.kind] = base;
-            walk.best_run[R.kind] = static_cast<std::int64_t>(j - pc.begin);
-            walk.best_offset[R.kind] = position - chunk_start;
+          if (walk && base > walk->best[R.kind]) {
+            walk->best[R.kind] = base;
+            walk->best_run[R.kind] = static_cast<std::int64_t>(j - pc.begin);
+            walk->best_offset[R.kind] = position - chunk_start;
           }
           offer(a.tr_base, &a.tr_at, &a.tr_order, R.kind, base, at, position++);
           if (per_chunk_tr) offer(a.chunk_tr_base[cu], nullptr, nullptr, R.kind, base, 0, 0);
         }
         after += static_cast<double>(R.count) * act.kept;
       }
-      if (pc.walked && !seed) {
-        walk.offered_in = i;
-        walk.A = A;
-        walk.tr_attn = tr_attn_chunk;
+      if (walk) {
+        walk->offered_in = i;
+        walk->A = A;
+        walk->tr_attn = tr_attn_chunk;
         if (per_chunk_full) {
-          walk.full_layers = a.full_layers[cu];
-          walk.full_kept = a.full_kept[cu];
+          walk->full_layers = a.full_layers[cu];
+          walk->full_kept = a.full_kept[cu];
         }
-        walks[static_cast<std::size_t>(i * s.vpp + c)] = walk;
       }
     }
 
