@@ -1,5 +1,7 @@
 #include "estimators/layout_plan.hpp"
 
+#include <algorithm>
+
 namespace meshfit {
 
 void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp,
@@ -70,6 +72,23 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
       }
     }
     ps.parts_end = static_cast<std::uint32_t>(out.parts.size());
+  }
+  // Stage twins: each stage without an end of the model against the earlier ones.
+  for (std::size_t i = 0; find_twins && i < out.stages.size(); ++i) {
+    PlannedStage& ps = out.stages[i];
+    if (ps.embedding || ps.head) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      const PlannedStage& q = out.stages[j];
+      if (q.embedding || q.head || q.twin != PlannedStage::kNoTwin) continue;
+      if (q.kind_present != ps.kind_present || q.has_moe != ps.has_moe || q.last_layer_kind != ps.last_layer_kind ||
+          q.parts_end - q.parts_begin != ps.parts_end - ps.parts_begin ||
+          !std::equal(out.parts.begin() + q.parts_begin, out.parts.begin() + q.parts_end,
+                      out.parts.begin() + ps.parts_begin)) {
+        continue;
+      }
+      ps.twin = static_cast<std::uint32_t>(j);
+      break;
+    }
   }
   // Twins: each chunk not at an end of the model against the first chunk of each run signature.
   auto same_runs = [&](const PlannedChunk& a, const PlannedChunk& b) {

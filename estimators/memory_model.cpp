@@ -484,12 +484,18 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     statics.held.assign(static_cast<std::size_t>(s.pp), 0.0);
     statics.communicators.assign(static_cast<std::size_t>(s.pp), 0);
     for (std::size_t i = 0; i < statics.stages.size(); ++i) {
+      const PlannedStage& ps = plan.stages[i];
+      if (ps.twin != PlannedStage::kNoTwin) {  // the same parts, kinds and ends: the same figures
+        statics.stages[i] = statics.stages[ps.twin];
+        statics.held[i] = statics.held[ps.twin];
+        statics.communicators[i] = statics.communicators[ps.twin];
+        continue;
+      }
       const StageActivations& a = side.stages[i];
       const StageGroups groups{a.has_moe,
                                (m.tie || m.mtp_depths > 0) && split_ends && (a.partial.embedding || a.partial.head)};
       statics.communicators[i] = communicator_count(s, m.is_moe(), groups);
       ModelStates& states = statics.stages[i];
-      const PlannedStage& ps = plan.stages[i];
       const auto parts_begin = plan.parts.begin() + ps.parts_begin, parts_end = plan.parts.begin() + ps.parts_end;
       for (auto it = parts_begin; it != parts_end; ++it) {
         const auto& [part, times] = *it;
@@ -518,6 +524,10 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     statics.static_floor = 0;
     const bool defers = defers_grad_sync(run, s);
     for (std::size_t i = 0; i < statics.stages.size(); ++i) {
+      if (plan.stages[i].twin != PlannedStage::kNoTwin) {
+        statics.totals[i] = statics.totals[plan.stages[i].twin];
+        continue;
+      }
       const StageActivations& a = side.stages[i];
       const ModelStates& states = statics.stages[i];
       StaticSide::Totals& t = statics.totals[i];

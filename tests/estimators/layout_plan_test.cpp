@@ -90,6 +90,33 @@ TEST_CASE("layout plan: twins are earlier chunks with the same runs, away from t
   }
 }
 
+TEST_CASE("layout plan: stage twins hold the same model-state parts, away from the model's ends") {
+  // DeepSeek-V3 over pp 8: the dense layers open stage 0, the head closes stage 7, and the MoE
+  // stages between with as many layers as an earlier one are its twins.
+  const auto c = make_case("deepseek-v3", 256, 4096, 1024, "dp=4,tp=8,sp=true,pp=8,ep=32,zero=1,recompute=none,mbs=1");
+  const LayoutPlan p = plan_of(c);
+  int twins = 0;
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    const PlannedStage& ps = p.stages[i];
+    CAPTURE(i);
+    if (ps.twin == PlannedStage::kNoTwin) continue;
+    ++twins;
+    const PlannedStage& q = p.stages[ps.twin];
+    CHECK(ps.twin < i);
+    CHECK(q.twin == PlannedStage::kNoTwin);
+    const bool ends = ps.embedding || ps.head || q.embedding || q.head;
+    CHECK_FALSE(ends);
+    CHECK(ps.layers == q.layers);
+    CHECK(ps.body_layers == q.body_layers);
+    REQUIRE(ps.parts_end - ps.parts_begin == q.parts_end - q.parts_begin);
+    for (std::uint32_t k = 0; k < ps.parts_end - ps.parts_begin; ++k) CHECK(p.parts[ps.parts_begin + k] == p.parts[q.parts_begin + k]);
+  }
+  CHECK(p.stages.front().twin == PlannedStage::kNoTwin);
+  CHECK(p.stages.back().twin == PlannedStage::kNoTwin);
+  CHECK(twins >= 4);  // six inner stages of 7–8 MoE layers: at most two signatures
+  for (const PlannedStage& ps : plan_of(c, false).stages) CHECK(ps.twin == PlannedStage::kNoTwin);
+}
+
 TEST_CASE("twin chunks copied give exactly the estimate of walking every chunk") {
   const char* strategies[][2] = {
       {"llama-3.1-70b", "dp=4,tp=4,sp=true,pp=4,vpp=5"},
@@ -135,6 +162,11 @@ TEST_CASE("twin chunks copied give exactly the estimate of walking every chunk")
           CHECK(x.tr_layer_at == y.tr_layer_at);
           CHECK(x.tr_attn == y.tr_attn);
           CHECK(x.tr_dpv == y.tr_dpv);
+          CHECK(x.weights == y.weights);
+          CHECK(x.grads == y.grads);
+          CHECK(x.optimizer == y.optimizer);
+          CHECK(x.gathered == y.gathered);
+          CHECK(x.communicators == y.communicators);
           CHECK(x.transient == y.transient);
           CHECK(x.device == y.device);
         }
