@@ -156,6 +156,16 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   };
   const bool defer_zero_credit = plan.at[2 * static_cast<std::size_t>(zero_level) + 1].empty();
   std::vector<std::pair<std::size_t, std::int64_t>> zero_credit;  // (first failing rule, per-b count)
+  // The ZeRO settings under one etp share its row: their credits are summed per first failing
+  // rule and spread over the row's groups once, after the ZeRO loop (credit_zero).
+  auto defer_credit = [&](std::size_t f, std::int64_t per_b) {
+    auto it = std::find_if(zero_credit.begin(), zero_credit.end(), [&](const auto& c) { return c.first == f; });
+    if (it == zero_credit.end()) {
+      zero_credit.emplace_back(f, per_b);
+    } else {
+      it->second += per_b;
+    }
+  };
   auto enter = [&](int level, std::int64_t per_b) {
     const auto L = static_cast<std::size_t>(level);
     const std::size_t parent = level == 0 ? RulePlan::kNone : first[L - 1];
@@ -208,14 +218,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
       return true;
     }
     if (level == zero_level && defer_zero_credit) {
-      // The ZeRO settings under one etp share this row: their credits are summed per first
-      // failing rule and spread over the row's groups once, after the ZeRO loop (credit_zero).
-      auto it = std::find_if(zero_credit.begin(), zero_credit.end(), [&](const auto& c) { return c.first == first[L]; });
-      if (it == zero_credit.end()) {
-        zero_credit.emplace_back(first[L], per_b);
-      } else {
-        it->second += per_b;
-      }
+      defer_credit(first[L], per_b);
       return true;
     }
     credit_groups(*row_groups[L], first[L], per_b);
@@ -228,6 +231,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     zero_credit.clear();
   };
 
+  // The ZeRO level inlined (below) when enter would only read tables there.
+  const bool fast_zero = cache_rest && defer_zero_credit && prune_subtrees;
   s.ep = s.etp = 1;  // a dense model's throughout; H5's tp clause is read with etp = 1
   std::vector<std::size_t> walk_b;  // the micro-batch sizes to visit under a ZeRO setting
   walk_b.reserve(nb_count);
@@ -266,7 +271,29 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
               const auto& [z, G] = zeros[zero_index];
               s.zero = z;
               s.shard_group = G;
-              if (enter(zero_level, weight * modes)) continue;
+              if (fast_zero) {
+                // enter(zero_level, …) when the level's rules are all known per (ep, etp, ZeRO
+                // setting) and it adds no b-row: a few table reads per setting, inline.
+                const auto Z = static_cast<std::size_t>(zero_level), E = static_cast<std::size_t>(etp_level);
+                std::size_t& rest = rest_first[(ep_index * etps.size() + etp_index) * zeros.size() + zero_index];
+                if (rest == kUnknown) rest = first_failing_in(*this, plan, plan.zero_rest, s, RulePlan::kNone);
+                const std::size_t f = std::min({first[E], zero_first[zero_index], rest});
+                first[Z] = f;
+                row[Z] = row[E];
+                row_min[Z] = row_min[E];
+                row_groups[Z] = row_groups[E];
+                const std::int64_t per_b = weight * modes;
+                if (per_b != 0 && f < plan.deeper[Z]) {
+                  if (f <= row_min[Z]) {
+                    reject(plan.rules[f].slot, per_b * static_cast<std::int64_t>(nb_count));
+                  } else {
+                    defer_credit(f, per_b);
+                  }
+                  continue;
+                }
+              } else if (enter(zero_level, weight * modes)) {
+                continue;
+              }
               const std::size_t* fb = row[static_cast<std::size_t>(zero_level)];
               // No rule reads the recompute mode: a micro-batch size known invalid here is so in
               // every mode, credited once for all of them and not visited.
