@@ -81,6 +81,7 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
       const PlannedStage& q = out.stages[j];
       if (q.embedding || q.head || q.twin != PlannedStage::kNoTwin) continue;
       if (q.kind_present != ps.kind_present || q.has_moe != ps.has_moe || q.last_layer_kind != ps.last_layer_kind ||
+          q.body_layers != ps.body_layers ||
           q.parts_end - q.parts_begin != ps.parts_end - ps.parts_begin ||
           !std::equal(out.parts.begin() + q.parts_begin, out.parts.begin() + q.parts_end,
                       out.parts.begin() + ps.parts_begin)) {

@@ -46,9 +46,10 @@ struct PlannedStage {
   // multiplies the kind's figures by these instead of walking the layers.
   std::array<std::array<std::int64_t, 2>, 2> body_layers{};
   int last_layer_kind = -1;            // its last body layer's kind, −1 with none
-  // An earlier stage with the same model-state parts in the same order, the same kinds and the
-  // same ends of the model (none here): the same model states, FSDP holdings and communicators
-  // under any (z, G), which the memory model copies rather than adds up again.
+  // An earlier stage with the same model-state parts in the same order, the same kinds, the same
+  // layer counts per (kind, fully recomputed) and no end of the model: the same model states,
+  // FSDP holdings and communicators under any (z, G), and the same compute, which the estimators
+  // copy rather than add up again.
   static constexpr std::uint32_t kNoTwin = UINT32_MAX;
   std::uint32_t twin = kNoTwin;
 };

@@ -95,7 +95,7 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
     if (cache->slots.empty()) cache->slots.resize(kTableSlots);
     entry = &cache->slots[slot_of(key)];
   }
-  if (!entry || entry->context != context || entry->key != key) {
+  if (!entry || entry->context != context || !same_key(entry->key, key)) {
     std::array<KindActivation, 2> fresh{};
     std::array<RankParams, 2> params{};
     fresh[0] = kind(FfnKind::dense, params[0]);

@@ -63,7 +63,7 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
   } else {
     entry = &local.emplace();
   }
-  if (local || entry->context != context || entry->key != key) {
+  if (local || entry->context != context || !same_key(entry->key, key)) {
     entry->context = context;
     entry->key = key;
     entry->times[0] = layer_time(m, run, d, s, FfnKind::dense);
@@ -106,6 +106,11 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
   for (std::int64_t i = 0; i < s.pp; ++i) {
     const PlannedStage& ps = plan.stages[static_cast<std::size_t>(i)];
     StageCompute& sc = side.stages[static_cast<std::size_t>(i)];
+    if (ps.twin != PlannedStage::kNoTwin) {  // the same layer counts and no end: the same figures
+      sc = side.stages[ps.twin];
+      sc.partial.stage = i;
+      continue;
+    }
     sc = StageCompute{};
     StageTime& st = sc.partial;
     st.stage = i;

@@ -11,6 +11,7 @@ enum class Schedule : std::uint8_t { none, one_f_one_b, interleaved_1f1b, gpipe,
 enum class CpAlgo : std::uint8_t { none, ring, ulysses, hybrid, allgather };
 enum class Recompute : std::uint8_t { none, selective, full };
 
+// A field added here must join same_node below, or be one of those it leaves out.
 struct Strategy {
   std::int64_t dp = 1;
   std::int64_t tp = 1;
@@ -38,6 +39,14 @@ struct Strategy {
   std::int64_t expert_dp() const { return stage_ranks() / (ep * etp); }  // edp
   bool operator==(const Strategy&) const = default;
 };
+
+// Equal in everything but the ZeRO setting (z, G), the recompute mode and n_rc, and the
+// micro-batch size and count: what the search's memos and micro-batch runs are kept per. Field by
+// field (no copies): it is on the scoring hot path.
+inline bool same_node(const Strategy& a, const Strategy& b) {
+  return a.dp == b.dp && a.tp == b.tp && a.sp == b.sp && a.pp == b.pp && a.vpp == b.vpp && a.schedule == b.schedule &&
+         a.cp == b.cp && a.cp_algo == b.cp_algo && a.cp_u == b.cp_u && a.ep == b.ep && a.etp == b.etp;
+}
 
 const char* to_string(Schedule s);
 const char* to_string(CpAlgo a);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "estimators/slot_hash.hpp"
 #include "estimators/strategy.hpp"
 
 namespace meshfit {
@@ -24,22 +25,15 @@ class ZeroFreeMemo {
   // fill the entry. Bounded: at most kMaxEntries per setting of everything but (z, G, recompute,
   // n_rc, b, m); the oldest are overwritten beyond that.
   Entry& find(std::uint64_t context, const Strategy& s, bool& fresh) {
-    Strategy node = s;
-    node.zero = 0;
-    node.shard_group = 1;
-    node.recompute = Recompute::none;
-    node.recompute_layers = 0;
-    node.micro_batch = 1;
-    node.num_microbatches = 1;
-    if (context == 0 || context != context_ || !(node == node_)) {
+    if (context == 0 || context != context_ || !same_node(s, node_)) {
       context_ = context;
-      node_ = node;
+      node_ = s;
       used_ = 0;
     }
     const Inner inner{static_cast<std::int64_t>(s.recompute), s.recompute_layers, s.micro_batch, s.num_microbatches};
     if (context != 0) {
       for (std::size_t i = used_; i-- > 0;) {
-        if (keys_[i] == inner) {
+        if (same_key(keys_[i], inner)) {
           fresh = false;
           return entries_[i];
         }

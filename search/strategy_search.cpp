@@ -44,12 +44,11 @@ namespace {
 
 // The same strategy up to its recompute mode, n_rc and micro-batch size (and so m).
 bool same_setting(const Strategy& a, const Strategy& b) {
-  Strategy x = a, y = b;
-  x.recompute = y.recompute = Recompute::none;
-  x.recompute_layers = y.recompute_layers = 0;
-  x.micro_batch = y.micro_batch = 1;
-  x.num_microbatches = y.num_microbatches = 1;
-  return x == y;
+  return same_node(a, b) && a.zero == b.zero && a.shard_group == b.shard_group;
+}
+// The same strategy up to its ZeRO stage and shard group, micro-batch size and m.
+bool same_run_setting(const Strategy& a, const Strategy& b) {
+  return same_node(a, b) && a.recompute == b.recompute && a.recompute_layers == b.recompute_layers;
 }
 
 bool dominates(const ScoredStrategy& x, const ScoredStrategy& y) {
@@ -245,7 +244,7 @@ class TaskScorer {
     };
     const std::size_t mode = static_cast<std::size_t>(pending_[0].recompute);
     std::ptrdiff_t guess = 0;
-    if (last_node_[mode] == node_of(pending_[0])) guess = static_cast<std::ptrdiff_t>(last_end_[mode]);
+    if (same_run_setting(last_node_[mode], pending_[0])) guess = static_cast<std::ptrdiff_t>(last_end_[mode]);
     const auto none_fails = static_cast<std::ptrdiff_t>(n);
     if (guess < none_fails) probe(guess);  // expected not to fit
     if (hi == guess && guess > 0) {
@@ -285,18 +284,9 @@ class TaskScorer {
     }
   }
 
-  // A run's setting without its ZeRO setting, micro-batch size and count.
-  static Strategy node_of(const Strategy& s) {
-    Strategy k = s;
-    k.zero = 0;
-    k.shard_group = 1;
-    k.micro_batch = 1;
-    k.num_microbatches = 1;
-    return k;
-  }
   void remember_end(std::size_t end) {
     const std::size_t mode = static_cast<std::size_t>(pending_[0].recompute);
-    last_node_[mode] = node_of(pending_[0]);
+    last_node_[mode] = pending_[0];  // compared by same_run_setting
     last_end_[mode] = end;
   }
 
@@ -352,7 +342,7 @@ class TaskScorer {
   bool b_run_failed_ = false;
   bool zero_failed_ = false;  // the ZeRO setting of failed_setting_ overflows on its own
   Strategy failed_setting_;
-  // Per recompute mode, the last settled run's setting (node_of) and where its fitting prefix ended.
+  // Per recompute mode, the last settled run's first strategy and where its fitting prefix ended.
   std::array<Strategy, 3> last_node_{};
   std::array<std::size_t, 3> last_end_{};
   std::vector<Strategy> pending_;      // the current run's valid strategies (settle_runs_)

@@ -9,6 +9,7 @@
 #include "estimator_fixture.hpp"
 #include "estimators/layout_plan.hpp"
 #include "estimators/pipeline_layout.hpp"
+#include "estimators/step_time.hpp"
 
 using namespace meshfit;
 using meshfit::test::make_case;
@@ -117,7 +118,7 @@ TEST_CASE("layout plan: stage twins hold the same model-state parts, away from t
   for (const PlannedStage& ps : plan_of(c, false).stages) CHECK(ps.twin == PlannedStage::kNoTwin);
 }
 
-TEST_CASE("twin chunks copied give exactly the estimate of walking every chunk") {
+TEST_CASE("twin chunks and stages copied give exactly the estimates of walking every one") {
   const char* strategies[][2] = {
       {"llama-3.1-70b", "dp=4,tp=4,sp=true,pp=4,vpp=5"},
       {"llama-3.1-70b", "dp=4,tp=4,sp=true,pp=8,vpp=2"},
@@ -169,6 +170,20 @@ TEST_CASE("twin chunks copied give exactly the estimate of walking every chunk")
           CHECK(x.communicators == y.communicators);
           CHECK(x.transient == y.transient);
           CHECK(x.device == y.device);
+        }
+        // The step time reads the plan's stage twins too: the same figures with and without.
+        StepTimeScratch ta, tb;
+        TimeReport with_twins, without;
+        estimate_step_time_into(with_twins, ta, c.model, c.run, c.cluster, c.strategy, plan_of(c, true));
+        estimate_step_time_into(without, tb, c.model, c.run, c.cluster, c.strategy, plan_of(c, false));
+        CHECK(with_twins.step == without.step);
+        REQUIRE(with_twins.stages.size() == without.stages.size());
+        for (std::size_t i = 0; i < without.stages.size(); ++i) {
+          CAPTURE(i);
+          CHECK(with_twins.stages[i].stage == without.stages[i].stage);
+          CHECK(with_twins.stages[i].tau == without.stages[i].tau);
+          CHECK(with_twins.stages[i].forward == without.stages[i].forward);
+          CHECK(with_twins.stages[i].comm_dp == without.stages[i].comm_dp);
         }
         ++checked;
       }
