@@ -35,6 +35,11 @@ struct PlannedChunk {
   // figures, so the activation side walks only the first of them. `walked`: one that others copy.
   std::uint32_t twin = kNoTwin;
   bool walked = false;
+  // `repeat`: an earlier chunk of the same stage is the walked chunk or another of its twins, so
+  // the stage has been offered these runs' transient candidates already. `position`: the place
+  // of the chunk's first candidate in the stage's scan (its runs' and MTP depths' before it).
+  bool repeat = false;
+  std::uint32_t position = 0;
 };
 
 struct PlannedStage {

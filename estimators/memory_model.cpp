@@ -57,7 +57,6 @@ struct ChunkWalk {
   double tr_attn = 0;
   std::array<std::int64_t, 2> full_layers{};
   double full_kept = 0;
-  std::int64_t offered_in = -1;  // the last stage its candidates were offered to
 };
 
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9).
@@ -141,6 +140,8 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
   const Recompute rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
   const bool per_chunk_tr = dualpipev_overlap(s);
   const bool per_chunk_full = grad_clip_adjusts(run);
+  // Neither per-chunk figure wanted: a chunk that repeats runs its stage has met only takes its bytes.
+  const bool plain = !per_chunk_tr && !per_chunk_full;
   // A run's figures by (kind, full): what the loops below read per run.
   std::array<std::array<LayerActivation, 2>, 2> run_act{};
   std::array<double, 2> attn_tp{};  // n_cp · w_att_tp per kind (§9.3's attention transient)
@@ -198,33 +199,28 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
         // The same runs as an earlier chunk walked in this call: the same figures, in the same
         // order of additions. Offering only its first largest candidate per kind leaves the
         // stage's first largest (and its position) as the scan over every run would.
-        ChunkWalk& w = walks[pc.twin];
+        const ChunkWalk& w = walks[pc.twin];
         A = w.A;
-        // Once this stage has been offered the walked chunk's candidates (by it or by a twin),
-        // its largest per kind are at least those, and the strict > takes none of them again;
-        // its attention transient is in tr_attn already.
-        const bool offered = w.offered_in == i;
-        if (offered && !per_chunk_tr && !per_chunk_full) {
-          position += static_cast<std::int64_t>(pc.end - pc.begin);
-          continue;
-        }
-        tr_attn = std::max(tr_attn, w.tr_attn);
-        w.offered_in = i;
+        // Once this stage has been offered the walked chunk's candidates (by it or by a twin:
+        // pc.repeat), its largest per kind are at least those, and the strict > takes none of
+        // them again; its attention transient is in tr_attn already.
+        if (pc.repeat && plain) continue;
+        if (!pc.repeat) tr_attn = std::max(tr_attn, w.tr_attn);
         for (std::size_t k = 0; k < 2; ++k) {
           if (w.best_run[k] < 0) continue;
           if (per_chunk_tr) offer(a.chunk_tr_base[cu], nullptr, nullptr, k, w.best[k], 0, 0);
-          if (offered) continue;
+          if (pc.repeat) continue;
           const PlannedRun& R = plan.runs[pc.begin + static_cast<std::uint32_t>(w.best_run[k])];
           const std::int64_t at = run_act[R.kind][R.full ? 1 : 0].kept < 0 ? R.first : R.first + R.count - 1;
-          offer(a.tr_base, &a.tr_at, &a.tr_order, k, w.best[k], at, position + w.best_offset[k]);
+          offer(a.tr_base, &a.tr_at, &a.tr_order, k, w.best[k], at, pc.position + w.best_offset[k]);
         }
         if (per_chunk_full) {
           a.full_layers[cu] = w.full_layers;
           a.full_kept[cu] = w.full_kept;
         }
-        position += static_cast<std::int64_t>(pc.end - pc.begin);
         continue;
       }
+      position = pc.position;
       // What a twin copies, when this chunk has one (filled as the chunk is walked).
       ChunkWalk* walk = pc.walked && !seed ? &walks[static_cast<std::size_t>(i * s.vpp + c)] : nullptr;
       if (walk) *walk = ChunkWalk{};
@@ -300,7 +296,6 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
         after += static_cast<double>(R.count) * act.kept;
       }
       if (walk) {
-        walk->offered_in = i;
         walk->A = A;
         walk->tr_attn = tr_attn_chunk;
         if (per_chunk_full) {
