@@ -155,16 +155,15 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     reject(slot, n);
   };
   const bool defer_zero_credit = plan.at[2 * static_cast<std::size_t>(zero_level) + 1].empty();
-  std::vector<std::pair<std::size_t, std::int64_t>> zero_credit;  // (first failing rule, per-b count)
+  // Per first failing rule (index into plan.rules), the per-b count credited to it, and the
+  // rules touched since the last credit_zero.
+  std::vector<std::int64_t> zero_credit(plan.rules.size(), 0);
+  std::vector<std::size_t> zero_credited;
   // The ZeRO settings under one etp share its row: their credits are summed per first failing
   // rule and spread over the row's groups once, after the ZeRO loop (credit_zero).
   auto defer_credit = [&](std::size_t f, std::int64_t per_b) {
-    auto it = std::find_if(zero_credit.begin(), zero_credit.end(), [&](const auto& c) { return c.first == f; });
-    if (it == zero_credit.end()) {
-      zero_credit.emplace_back(f, per_b);
-    } else {
-      it->second += per_b;
-    }
+    if (zero_credit[f] == 0) zero_credited.push_back(f);
+    zero_credit[f] += per_b;
   };
   auto enter = [&](int level, std::int64_t per_b) {
     const auto L = static_cast<std::size_t>(level);
@@ -227,8 +226,11 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   // Credits the ZeRO settings' deferred rejections against the etp level's row (the ZeRO level
   // adds no row of its own when defer_zero_credit): the same counts per rule as crediting each.
   auto credit_zero = [&]() {
-    for (const auto& [f, per_b] : zero_credit) credit_groups(*row_groups[static_cast<std::size_t>(etp_level)], f, per_b);
-    zero_credit.clear();
+    for (const std::size_t f : zero_credited) {
+      credit_groups(*row_groups[static_cast<std::size_t>(etp_level)], f, zero_credit[f]);
+      zero_credit[f] = 0;
+    }
+    zero_credited.clear();
   };
 
   // The ZeRO level inlined (below) when enter would only read tables there.
