@@ -7,6 +7,7 @@
 #include <string>
 
 #include "estimator_fixture.hpp"
+#include "same_reports.hpp"
 #include "estimators/layout_plan.hpp"
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/step_time.hpp"
@@ -149,42 +150,13 @@ TEST_CASE("twin chunks and stages copied give exactly the estimates of walking e
         MemoryReport a, b;
         estimate_memory_into(a, copied, c.model, c.run, c.cluster, c.strategy);
         estimate_memory_into(b, walked, c.model, c.run, c.cluster, c.strategy);
-        CHECK(a.peak == b.peak);
-        CHECK(a.peak_stage == b.peak_stage);
-        CHECK(a.static_floor == b.static_floor);
-        REQUIRE(a.stages.size() == b.stages.size());
-        for (std::size_t i = 0; i < a.stages.size(); ++i) {
-          const StageMemory &x = a.stages[i], &y = b.stages[i];
-          CAPTURE(i);
-          CHECK(x.chunk_bytes == y.chunk_bytes);
-          CHECK(x.chunk_inflight == y.chunk_inflight);
-          CHECK(x.activations == y.activations);
-          CHECK(x.tr_layer == y.tr_layer);
-          CHECK(x.tr_layer_at == y.tr_layer_at);
-          CHECK(x.tr_attn == y.tr_attn);
-          CHECK(x.tr_dpv == y.tr_dpv);
-          CHECK(x.weights == y.weights);
-          CHECK(x.grads == y.grads);
-          CHECK(x.optimizer == y.optimizer);
-          CHECK(x.gathered == y.gathered);
-          CHECK(x.communicators == y.communicators);
-          CHECK(x.transient == y.transient);
-          CHECK(x.device == y.device);
-        }
+        test::check_same_memory(a, b);
         // The step time reads the plan's stage twins too: the same figures with and without.
         StepTimeScratch ta, tb;
         TimeReport with_twins, without;
         estimate_step_time_into(with_twins, ta, c.model, c.run, c.cluster, c.strategy, plan_of(c, true));
         estimate_step_time_into(without, tb, c.model, c.run, c.cluster, c.strategy, plan_of(c, false));
-        CHECK(with_twins.step == without.step);
-        REQUIRE(with_twins.stages.size() == without.stages.size());
-        for (std::size_t i = 0; i < without.stages.size(); ++i) {
-          CAPTURE(i);
-          CHECK(with_twins.stages[i].stage == without.stages[i].stage);
-          CHECK(with_twins.stages[i].tau == without.stages[i].tau);
-          CHECK(with_twins.stages[i].forward == without.stages[i].forward);
-          CHECK(with_twins.stages[i].comm_dp == without.stages[i].comm_dp);
-        }
+        test::check_same_time(with_twins, without);
         ++checked;
       }
     }
