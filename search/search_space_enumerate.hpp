@@ -235,6 +235,43 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
 
   // The ZeRO level inlined (below) when enter would only read tables there.
   const bool fast_zero = cache_rest && defer_zero_credit && prune_subtrees;
+  std::vector<std::size_t> all_zero_indices(zeros.size());
+  for (std::size_t i = 0; i < zeros.size(); ++i) all_zero_indices[i] = i;
+  // Per (ep, etp) of this triple, when nothing above the ZeRO level fails: each ZeRO setting's
+  // first failing rule (min of its zero_fixed and zero_rest outcomes), those decided there
+  // counted per rule, and the others, in order, to walk. Made when first needed.
+  struct ZeroSummary {
+    bool made = false;
+    std::vector<std::size_t> first;                             // per ZeRO setting
+    std::vector<std::pair<std::size_t, std::int64_t>> decided;  // (rule, settings)
+    std::vector<std::size_t> walk;
+  };
+  std::vector<ZeroSummary> zero_summaries(fast_zero ? eps.size() * etps.size() : 0);
+  auto zero_summary = [&](std::size_t epi, std::size_t etpi) -> const ZeroSummary& {
+    ZeroSummary& summary = zero_summaries[epi * etps.size() + etpi];
+    if (summary.made) return summary;
+    summary.made = true;
+    Strategy t = s;
+    for (std::size_t zi = 0; zi < zeros.size(); ++zi) {
+      t.zero = zeros[zi].first;
+      t.shard_group = zeros[zi].second;
+      std::size_t& rest = rest_first[(epi * etps.size() + etpi) * zeros.size() + zi];
+      if (rest == kUnknown) rest = first_failing_in(*this, plan, plan.zero_rest, t, RulePlan::kNone);
+      const std::size_t f = std::min(zero_first[zi], rest);
+      summary.first.push_back(f);
+      if (f < plan.deeper[static_cast<std::size_t>(zero_level)]) {
+        auto it = std::find_if(summary.decided.begin(), summary.decided.end(), [&](const auto& d) { return d.first == f; });
+        if (it == summary.decided.end()) {
+          summary.decided.emplace_back(f, 1);
+        } else {
+          ++it->second;
+        }
+      } else {
+        summary.walk.push_back(zi);
+      }
+    }
+    return summary;
+  };
   s.ep = s.etp = 1;  // a dense model's throughout; H5's tp clause is read with etp = 1
   std::vector<std::size_t> walk_b;  // the micro-batch sizes to visit under a ZeRO setting
   walk_b.reserve(nb_count);
@@ -269,14 +306,39 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
             if (!allowed(pins.etp, etp)) continue;
             s.etp = etp;
             if (enter(etp_level, weight * n_zero * modes)) continue;
-            for (zero_index = 0; zero_index < zeros.size(); ++zero_index) {
+            // With nothing failing above, each ZeRO setting's first failing rule here reads only
+            // (ep, etp, z, G): the settings decided at this level are credited per rule in bulk
+            // (zero_summary) and only the others are walked.
+            const auto E = static_cast<std::size_t>(etp_level);
+            const std::int64_t zero_per_b = weight * modes;
+            const bool summarized = fast_zero && first[E] == RulePlan::kNone && zero_per_b != 0;
+            const std::vector<std::size_t>* zero_walk = &all_zero_indices;
+            if (summarized) {
+              const ZeroSummary& summary = zero_summary(ep_index, etp_index);
+              for (const auto& [f, count] : summary.decided) {
+                if (f <= row_min[E]) {
+                  reject(plan.rules[f].slot, zero_per_b * count * static_cast<std::int64_t>(nb_count));
+                } else {
+                  defer_credit(f, zero_per_b * count);
+                }
+              }
+              zero_walk = &summary.walk;
+            }
+            for (const std::size_t walk_index : *zero_walk) {
+              zero_index = walk_index;
               const auto& [z, G] = zeros[zero_index];
               s.zero = z;
               s.shard_group = G;
-              if (fast_zero) {
+              if (summarized) {
+                const auto Z = static_cast<std::size_t>(zero_level);
+                first[Z] = zero_summary(ep_index, etp_index).first[zero_index];
+                row[Z] = row[E];
+                row_min[Z] = row_min[E];
+                row_groups[Z] = row_groups[E];
+              } else if (fast_zero) {
                 // enter(zero_level, …) when the level's rules are all known per (ep, etp, ZeRO
                 // setting) and it adds no b-row: a few table reads per setting, inline.
-                const auto Z = static_cast<std::size_t>(zero_level), E = static_cast<std::size_t>(etp_level);
+                const auto Z = static_cast<std::size_t>(zero_level);
                 std::size_t& rest = rest_first[(ep_index * etps.size() + etp_index) * zeros.size() + zero_index];
                 if (rest == kUnknown) rest = first_failing_in(*this, plan, plan.zero_rest, s, RulePlan::kNone);
                 const std::size_t f = std::min({first[E], zero_first[zero_index], rest});
