@@ -170,7 +170,7 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
     st.embedding = ps.embedding;
     st.head = ps.head;
     st.mtp_depths = ps.mtp_depths;
-    st.chunk_bytes.assign(n_chunks, 0.0);
+    st.chunk_bytes.resize(n_chunks);  // every chunk's bytes are set below
     a.tr_base = {kNone, kNone};
     a.tr_at = {-1, -1};
     a.tr_order = {0, 0};
@@ -221,6 +221,7 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
         continue;
       }
       position = pc.position;
+      A = 0;
       // What a twin copies, when this chunk has one (filled as the chunk is walked).
       ChunkWalk* walk = pc.walked && !seed ? &walks[static_cast<std::size_t>(i * s.vpp + c)] : nullptr;
       if (walk) *walk = ChunkWalk{};

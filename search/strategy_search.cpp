@@ -222,7 +222,7 @@ class TaskScorer {
     acc_.valid += static_cast<std::int64_t>(n);
     if (in_failed_setting(pending_[0])) return;
     estimates_.resize(n);
-    std::fill(estimates_.begin(), estimates_.end(), ScoredStrategy{});
+    for (ScoredStrategy& e : estimates_) e.mem = 0;  // the "not estimated" mark (below)
     double static_floor = 0;  // the same for the whole run (it reads neither b nor m)
     // The number of b that fit, `hi`, from `lo` (the largest index known to fit, −1: none) and
     // `hi` (the smallest known not to, n: none). The first guess is where the previous ZeRO
