@@ -25,12 +25,17 @@ void interleaved_timeline(std::int64_t pp, std::int64_t v, std::int64_t n_wu, st
 }
 
 // The count vectors of a timeline that can hold its first maximum of Σ n·A for any A with every
-// A(i,c) > 0 (peak_candidates), in order of first appearance, as doubles in one row-major block
-// (`n`, states × v) beside the counts themselves: the first maximum over these is the timeline's.
+// A(i,c) > 0, summed exactly (peak_candidates), in order of first appearance, in one row-major
+// block (states × v): the first maximum over these is the timeline's.
 struct StateSet {
-  std::vector<double> n;
   std::vector<std::int64_t> counts;
   std::size_t states = 0;
+  // State k (k ≥ 1) as its change from state k−1: the (chunk, change) pairs
+  // changes[change_start[k−1] .. change_start[k]). Consecutive states are stretch ends, so a
+  // change touches a few chunks, not all v.
+  std::vector<std::pair<std::size_t, std::int64_t>> changes;
+  std::vector<std::size_t> change_start;
+  std::int64_t most_held = 0;  // the largest Σ_c n(c) over the states
 };
 
 // Which states can hold the first maximum, for every A > 0. During warm-up (j < n_wu) counts only
@@ -71,24 +76,39 @@ StateSet peak_candidates(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std
     set.counts.insert(set.counts.end(), state(k), state(k) + static_cast<std::ptrdiff_t>(width));
     ++set.states;
   }
-  set.n.assign(set.counts.begin(), set.counts.end());
+  set.change_start.push_back(0);
+  for (std::size_t k = 0; k < set.states; ++k) {
+    std::int64_t held = 0;
+    for (std::size_t c = 0; c < width; ++c) {
+      held += set.counts[k * width + c];
+      if (k == 0) continue;
+      const std::int64_t change = set.counts[k * width + c] - set.counts[(k - 1) * width + c];
+      if (change != 0) set.changes.emplace_back(c, change);
+    }
+    if (k > 0) set.change_start.push_back(set.changes.size());
+    set.most_held = std::max(set.most_held, held);
+  }
   return set;
 }
 
 // The states of every stage for (pp, v, m), which fix each stage's warm-up and steady length;
 // kept per thread, computed once. Consecutive calls (the stages of one estimate, and estimates
-// that share pp, v and m) find them without a lookup.
+// that share pp, v and m) find them without a lookup. m enters only through n_fw = m·v, clamped
+// by the warm-up (at most 2(pp−1) + (v−1)·pp, stage 0's) and by one steady period (pp·v): from
+// n_fw = that sum on, every stage's states are the same, so all such m share one entry (key 0).
 const StateSet& candidate_states(std::int64_t pp, std::int64_t v, std::int64_t m, std::int64_t i) {
   using Key = std::array<std::int64_t, 3>;
   thread_local std::map<Key, std::vector<StateSet>> cache;
   thread_local Key last_key{-1, -1, -1};
   thread_local const std::vector<StateSet>* last = nullptr;
-  const Key key{pp, v, m};
+  const std::int64_t saturated = 2 * (pp - 1) + (v - 1) * pp + pp * v;
+  const bool beyond = m * v >= saturated;
+  const Key key{pp, v, beyond ? 0 : m};
   if (key != last_key) {
     auto it = cache.find(key);
     if (it == cache.end()) {
       std::vector<StateSet> stages;
-      const std::int64_t n_fw = m * v;
+      const std::int64_t n_fw = beyond ? saturated : m * v;
       for (std::int64_t stage = 0; stage < pp; ++stage) {
         const std::int64_t n_wu = std::min(2 * (pp - stage - 1) + (v - 1) * pp, n_fw);
         stages.push_back(peak_candidates(pp, v, n_wu, std::min(n_fw - n_wu, pp * v)));
@@ -106,56 +126,57 @@ double interleaved(std::vector<std::int64_t>& counts, const Strategy& s, std::in
   const std::int64_t n_fw = m * v;
   const std::int64_t n_wu = std::min(2 * (pp - i - 1) + (v - 1) * pp, n_fw);
   const std::int64_t steady = std::min(n_fw - n_wu, pp * v);
+  const auto width = static_cast<std::size_t>(v);
+  bool positive = true;
+  for (std::size_t c = 0; c < width; ++c) positive = positive && A[c] > 0;
+  if (positive) {
+    // Whole positive byte counts whose every sum Σ n·A stays below 2^53 are added exactly by
+    // doubles, in any order: the candidate states then hold the first maximum (peak_candidates),
+    // and each state's total is the previous one's plus its few changes, in integers, equal bit
+    // for bit to the sum over the chunks that the timeline below makes.
+    const StateSet& set = candidate_states(pp, v, m, i);
+    constexpr double kExact = 9007199254740992.0;  // 2^53
+    const double limit = kExact / static_cast<double>(std::max<std::int64_t>(set.most_held, 1));
+    bool whole = true;
+    std::int64_t exact = 0;  // the first state's total
+    for (std::size_t c = 0; c < width && whole; ++c) {
+      const double a = A[c];
+      if (!(a < limit)) {
+        whole = false;
+      } else {
+        const auto a_int = static_cast<std::int64_t>(a);
+        whole = static_cast<double>(a_int) == a;
+        exact += set.counts[c] * a_int;
+      }
+    }
+    if (whole) {
+      std::size_t best = 0;
+      std::int64_t top = exact;
+      for (std::size_t k = 1; k < set.states; ++k) {
+        for (std::size_t e = set.change_start[k - 1]; e < set.change_start[k]; ++e) {
+          exact += set.changes[e].second * static_cast<std::int64_t>(A[set.changes[e].first]);
+        }
+        if (exact > top) {  // strictly greater: the first time a peak is reached (ruling 1)
+          top = exact;
+          best = k;
+        }
+      }
+      counts.assign(set.counts.begin() + static_cast<std::ptrdiff_t>(best * width),
+                    set.counts.begin() + static_cast<std::ptrdiff_t>((best + 1) * width));
+      return static_cast<double>(top);
+    }
+  }
+  // Otherwise (fractional sizes, sizes past exact sums, an empty chunk) every state of the
+  // timeline, each summed over the chunks in order: the spec's order literally.
   double peak = -1;
-  auto total = [&](const std::vector<std::int64_t>& count) {
+  interleaved_timeline(pp, v, n_wu, steady, [&](const std::vector<std::int64_t>& count) {
     double t = 0;
     for (std::size_t c = 0; c < count.size(); ++c) t += static_cast<double>(count[c]) * A[c];
-    return t;
-  };
-  if (std::all_of(A.begin(), A.end(), [](double a) { return a > 0; })) {
-    const StateSet& set = candidate_states(pp, v, m, i);
-    const auto width = static_cast<std::size_t>(v);
-    std::size_t best = 0;
-    auto consider = [&](std::size_t k, double t) {
-      if (t > peak) {  // strictly greater: the first time a peak is reached (ruling 1)
-        peak = t;
-        best = k;
-      }
-    };
-    // Four states at a time: each sum still runs over the chunks in order (the same value), but
-    // the four chains of additions overlap instead of each waiting on its previous addition.
-    std::size_t k = 0;
-    for (; k + 4 <= set.states; k += 4) {
-      const double* n = &set.n[k * width];
-      double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-      for (std::size_t c = 0; c < width; ++c) {
-        t0 += n[c] * A[c];
-        t1 += n[width + c] * A[c];
-        t2 += n[2 * width + c] * A[c];
-        t3 += n[3 * width + c] * A[c];
-      }
-      consider(k, t0);
-      consider(k + 1, t1);
-      consider(k + 2, t2);
-      consider(k + 3, t3);
+    if (t > peak) {
+      peak = t;
+      counts.assign(count.begin(), count.end());
     }
-    for (; k < set.states; ++k) {
-      const double* n = &set.n[k * width];
-      double t = 0;
-      for (std::size_t c = 0; c < width; ++c) t += n[c] * A[c];
-      consider(k, t);
-    }
-    counts.assign(set.counts.begin() + static_cast<std::ptrdiff_t>(best * width),
-                  set.counts.begin() + static_cast<std::ptrdiff_t>((best + 1) * width));
-  } else {
-    interleaved_timeline(pp, v, n_wu, steady, [&](const std::vector<std::int64_t>& count) {
-      const double t = total(count);
-      if (t > peak) {
-        peak = t;
-        counts.assign(count.begin(), count.end());
-      }
-    });
-  }
+  });
   return peak;
 }
 

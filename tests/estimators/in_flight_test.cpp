@@ -60,7 +60,8 @@ TEST_CASE("1F1B, GPipe, DualPipeV and pp = 1 counts (§8.1, §8.2, §8.4, §8.5)
 TEST_CASE("interleaved 1F1B: the bounded simulation equals the full timeline") {
   for (std::int64_t pp : {2, 3, 4, 8}) {
     for (std::int64_t v : {2, 3, 5, 7}) {
-      for (std::int64_t k : {1, 2, 3, 5}) {
+      // k = 12: m·v beyond warm-up plus a steady period, where every m shares the states.
+      for (std::int64_t k : {1, 2, 3, 5, 12}) {
         const std::int64_t m = pp * k;  // rule H23
         for (std::int64_t i = 0; i < pp; ++i) {
           std::vector<double> A;
@@ -90,12 +91,16 @@ TEST_CASE("interleaved 1F1B: the bounded simulation equals the full timeline") {
           CHECK(in_flight(s, i, equal).counts == counts);
           CHECK(in_flight(s, i, with_empty_chunk).peak == reference_interleaved(pp, v, m, i, with_empty_chunk));
           // Fractional byte counts, and whole ones near the top of exact double sums.
-          std::vector<double> fractional, huge;
+          // Whole sizes past 2^53 / (n_wu + 1), whose sums a double rounds: the chunk-order sums.
+          std::vector<double> fractional, huge, beyond_exact;
           for (std::int64_t c = 0; c < v; ++c) {
             fractional.push_back(A[static_cast<std::size_t>(c)] + 0.1 * static_cast<double>(c % 3));
             // 2^46: the longest timelines here (n_wu + 1 = 63) still sum below 2^53.
             huge.push_back(0x1p46 + static_cast<double>((c * 5 + i) % 7));
+            beyond_exact.push_back(0x1p51 + static_cast<double>((c * 3 + i) % 5));
           }
+          CHECK(in_flight(s, i, beyond_exact).peak == reference_interleaved(pp, v, m, i, beyond_exact, &counts));
+          CHECK(in_flight(s, i, beyond_exact).counts == counts);
           CHECK(in_flight(s, i, fractional).peak == reference_interleaved(pp, v, m, i, fractional, &counts));
           CHECK(in_flight(s, i, fractional).counts == counts);
           CHECK(in_flight(s, i, huge).peak == reference_interleaved(pp, v, m, i, huge, &counts));
