@@ -715,27 +715,50 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
 
 const PipelineLayout& MemoryScratch::prepare_layout(const Model& m, const Run& run, const Strategy& s) {
   current = s.recompute == Recompute::full ? 1 : 0;
+  if (memo_context != 0 && stored_context != memo_context) forget_stored();
   // Within one memo context the model and run stay the same (zero_free_memo.hpp).
   const bool same_inputs = memo_context != 0 && layout_context[current] == memo_context;
   layout_context[current] = memo_context;
-  if (update_layout_key(layout_keys[current], m, run, s, same_inputs)) {
-    make_layout_into(layouts[current], m, run, s);
-    plan_stale[current] = true;  // the plan of the previous layout
+  if (update_layout_key(layout_keys[current], m, run, s, same_inputs)) switch_layout(m, run, s);
+  return in_use[current]->layout;
+}
+
+// Another model or run: the layouts stored are not its, and neither entry in use stays.
+void MemoryScratch::forget_stored() {
+  stored.clear();
+  stored_context = memo_context;
+  for (std::size_t k = 0; k < 2; ++k) {
+    layout_keys[k] = LayoutKey{};
+    in_use[k] = &own[k];
   }
-  return layouts[current];
+}
+
+// The current layout's key has changed: its entry found among those stored, or made.
+void MemoryScratch::switch_layout(const Model& m, const Run& run, const Strategy& s) {
+  if (memo_context != 0) {
+    const bool full = current == 1;
+    const auto [it, fresh] = stored.try_emplace(
+        {s.pp, s.vpp, full ? s.recompute_layers : 0, full ? 1 : 0, static_cast<std::int64_t>(s.schedule)});
+    in_use[current] = &it->second;
+    if (!fresh) return;
+  } else {
+    in_use[current] = &own[current];
+  }
+  make_layout_into(in_use[current]->layout, m, run, s);
+  in_use[current]->plan_stale = true;  // the plan of the previous layout
 }
 
 const LayoutPlan& MemoryScratch::prepare_plan(const Model& m, const Strategy& s) {
-  LayoutPlan& plan = plans[current];
+  LayoutEntry& entry = *in_use[current];
   // Within one memo context the model stays the same (its owner changes the token otherwise), so
   // only a plan made outside it compares the model's layer kinds.
-  const bool same_model = memo_context != 0 && plan_context[current] == memo_context;
-  if (plan_stale[current] || (!same_model && !plan.made_for(m))) {
-    make_layout_plan(plan, m, layouts[current], s.pp, s.vpp, s.recompute == Recompute::full, !walk_every_chunk);
-    plan_stale[current] = false;
+  const bool same_model = memo_context != 0 && entry.plan_context == memo_context;
+  if (entry.plan_stale || (!same_model && !entry.plan.made_for(m))) {
+    make_layout_plan(entry.plan, m, entry.layout, s.pp, s.vpp, s.recompute == Recompute::full, !walk_every_chunk);
+    entry.plan_stale = false;
   }
-  plan_context[current] = memo_context;
-  return plan;
+  entry.plan_context = memo_context;
+  return entry.plan;
 }
 
 MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,

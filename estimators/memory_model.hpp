@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -110,22 +111,36 @@ struct ActivationSide {
 // per thread with its MemoryReport, so that an estimate allocates nothing once warm; setting
 // `memo_context` (zero_free_memo.hpp) also reuses the activation side across (z, G).
 struct MemoryScratch {
-  // The layout of the last strategy estimated. Two are kept, for full recompute and for the
+  MemoryScratch() = default;
+  MemoryScratch(const MemoryScratch&) = delete;  // `in_use` points into this scratch
+  MemoryScratch& operator=(const MemoryScratch&) = delete;
+  // The layout of the last strategy estimated. Two are in use, for full recompute and for the
   // other modes (the full-recompute layout also places the recomputed layers), each with the key
   // it was made from: the search alternates modes under the same pipeline, so neither is remade.
-  const PipelineLayout& layout() const { return layouts[current]; }
+  const PipelineLayout& layout() const { return in_use[current]->layout; }
   // Makes (or finds) the layout of `s` and makes it the current one.
   const PipelineLayout& prepare_layout(const Model& model, const Run& run, const Strategy& s);
   // The current layout's activation plan (layout_plan.hpp) for `s`, made again only when the
   // layout or the model's layer kinds have changed.
   const LayoutPlan& prepare_plan(const Model& model, const Strategy& s);
-  std::array<PipelineLayout, 2> layouts;
+  struct LayoutEntry {
+    PipelineLayout layout;
+    LayoutPlan plan;
+    bool plan_stale = true;         // the layout changed since the plan was made
+    std::uint64_t plan_context = 0;  // the memo context the plan was last used in
+  };
   std::array<LayoutKey, 2> layout_keys;
   std::array<std::uint64_t, 2> layout_context{};  // the memo context each layout key was last set in
   std::size_t current = 0;
-  std::array<LayoutPlan, 2> plans;
-  std::array<bool, 2> plan_stale{true, true};
-  std::array<std::uint64_t, 2> plan_context{};  // the memo context each plan was last used in
+  std::array<LayoutEntry, 2> own;  // the entries in use without a memo context
+  std::array<LayoutEntry*, 2> in_use{&own[0], &own[1]};
+  // Within one memo context (model and run fixed) every layout met, by what the strategy sets —
+  // (pp, vpp, n_rc, full, schedule) — with its plan: a search returns to a pipeline many times
+  // (under each sp, CP algorithm and (tp, cp)), and finds it here instead of remaking it.
+  std::map<std::array<std::int64_t, 5>, LayoutEntry> stored;
+  std::uint64_t stored_context = 0;
+  void forget_stored();
+  void switch_layout(const Model& model, const Run& run, const Strategy& s);
   bool walk_every_chunk = false;  // no twin chunks copied (layout_plan.hpp): the tests' reference
   ActivationSide side;   // used when there is no memo
   std::uint64_t memo_context = 0;

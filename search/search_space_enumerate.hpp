@@ -161,7 +161,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   std::vector<std::size_t> zero_credited;
   // The ZeRO settings under one etp share its row: their credits are summed per first failing
   // rule and spread over the row's groups once, after the ZeRO loop (credit_zero).
-  auto defer_credit = [&](std::size_t f, std::int64_t per_b) {
+  // Kept inline (GCC otherwise outlines it as the loop grows: a call per ZeRO setting decided).
+  auto defer_credit = [&](std::size_t f, std::int64_t per_b) __attribute__((always_inline)) {
     if (zero_credit[f] == 0) zero_credited.push_back(f);
     zero_credit[f] += per_b;
   };
