@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
 
 namespace meshfit {
@@ -30,11 +31,16 @@ void interleaved_timeline(std::int64_t pp, std::int64_t v, std::int64_t n_wu, st
 struct StateSet {
   std::vector<std::int64_t> counts;
   std::size_t states = 0;
-  // State k (k ≥ 1) as its change from state k−1: the (chunk, change) pairs
-  // changes[change_start[k−1] .. change_start[k]). Consecutive states are stretch ends, so a
-  // change touches a few chunks, not all v.
-  std::vector<std::pair<std::size_t, std::int64_t>> changes;
-  std::vector<std::size_t> change_start;
+  // States 1, 2, … as their changes from the state before, in order: per chunk that changes,
+  // by how much, and on a state's last change, the state's index (0 on the others; the states are
+  // distinct, so each has at least one change). Consecutive states are stretch ends: a change
+  // touches a few chunks, not all v.
+  struct Change {
+    std::uint32_t chunk;
+    std::int32_t by;
+    std::uint32_t completes;
+  };
+  std::vector<Change> changes;
   std::int64_t most_held = 0;  // the largest Σ_c n(c) over the states
 };
 
@@ -76,16 +82,17 @@ StateSet peak_candidates(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std
     set.counts.insert(set.counts.end(), state(k), state(k) + static_cast<std::ptrdiff_t>(width));
     ++set.states;
   }
-  set.change_start.push_back(0);
   for (std::size_t k = 0; k < set.states; ++k) {
     std::int64_t held = 0;
     for (std::size_t c = 0; c < width; ++c) {
       held += set.counts[k * width + c];
       if (k == 0) continue;
       const std::int64_t change = set.counts[k * width + c] - set.counts[(k - 1) * width + c];
-      if (change != 0) set.changes.emplace_back(c, change);
+      if (change != 0) {
+        set.changes.push_back({static_cast<std::uint32_t>(c), static_cast<std::int32_t>(change), 0});
+      }
     }
-    if (k > 0) set.change_start.push_back(set.changes.size());
+    if (k > 0) set.changes.back().completes = static_cast<std::uint32_t>(k);
     set.most_held = std::max(set.most_held, held);
   }
   return set;
@@ -127,44 +134,36 @@ double interleaved(std::vector<std::int64_t>& counts, const Strategy& s, std::in
   const std::int64_t n_wu = std::min(2 * (pp - i - 1) + (v - 1) * pp, n_fw);
   const std::int64_t steady = std::min(n_fw - n_wu, pp * v);
   const auto width = static_cast<std::size_t>(v);
-  bool positive = true;
-  for (std::size_t c = 0; c < width; ++c) positive = positive && A[c] > 0;
-  if (positive) {
-    // Whole positive byte counts whose every sum Σ n·A stays below 2^53 are added exactly by
-    // doubles, in any order: the candidate states then hold the first maximum (peak_candidates),
-    // and each state's total is the previous one's plus its few changes, in integers, equal bit
-    // for bit to the sum over the chunks that the timeline below makes.
-    const StateSet& set = candidate_states(pp, v, m, i);
-    constexpr double kExact = 9007199254740992.0;  // 2^53
-    const double limit = kExact / static_cast<double>(std::max<std::int64_t>(set.most_held, 1));
-    bool whole = true;
-    std::int64_t exact = 0;  // the first state's total
-    for (std::size_t c = 0; c < width && whole; ++c) {
-      const double a = A[c];
-      if (!(a < limit)) {
-        whole = false;
-      } else {
-        const auto a_int = static_cast<std::int64_t>(a);
-        whole = static_cast<double>(a_int) == a;
-        exact += set.counts[c] * a_int;
+  // Whole positive byte counts whose every sum Σ n·A stays below 2^53 are added exactly by
+  // doubles, in any order: the candidate states then hold the first maximum (peak_candidates),
+  // and each state's total is the previous one's plus its few changes, in integers, equal bit
+  // for bit to the sum over the chunks that the timeline below makes.
+  const StateSet& set = candidate_states(pp, v, m, i);
+  constexpr double kExact = 9007199254740992.0;  // 2^53
+  const double limit = kExact / static_cast<double>(std::max<std::int64_t>(set.most_held, 1));
+  bool whole = true;
+  std::int64_t exact = 0;  // the first state's total
+  for (std::size_t c = 0; c < width; ++c) {
+    const double a = A[c];
+    const bool in_range = a > 0 && a < limit;
+    const auto a_int = static_cast<std::int64_t>(in_range ? a : 0.0);  // no cast out of range
+    whole &= in_range & (static_cast<double>(a_int) == a);
+    exact += set.counts[c] * a_int;
+  }
+  if (whole) {
+    std::size_t best = 0;
+    std::int64_t top = exact;
+    for (const StateSet::Change& change : set.changes) {
+      exact += change.by * static_cast<std::int64_t>(A[change.chunk]);
+      // Strictly greater: the first time a peak is reached (ruling 1).
+      if (change.completes != 0 && exact > top) {
+        top = exact;
+        best = change.completes;
       }
     }
-    if (whole) {
-      std::size_t best = 0;
-      std::int64_t top = exact;
-      for (std::size_t k = 1; k < set.states; ++k) {
-        for (std::size_t e = set.change_start[k - 1]; e < set.change_start[k]; ++e) {
-          exact += set.changes[e].second * static_cast<std::int64_t>(A[set.changes[e].first]);
-        }
-        if (exact > top) {  // strictly greater: the first time a peak is reached (ruling 1)
-          top = exact;
-          best = k;
-        }
-      }
-      counts.assign(set.counts.begin() + static_cast<std::ptrdiff_t>(best * width),
-                    set.counts.begin() + static_cast<std::ptrdiff_t>((best + 1) * width));
-      return static_cast<double>(top);
-    }
+    counts.assign(set.counts.begin() + static_cast<std::ptrdiff_t>(best * width),
+                  set.counts.begin() + static_cast<std::ptrdiff_t>((best + 1) * width));
+    return static_cast<double>(top);
   }
   // Otherwise (fractional sizes, sizes past exact sums, an empty chunk) every state of the
   // timeline, each summed over the chunks in order: the spec's order literally.
