@@ -96,6 +96,17 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
       if ((reads_of[k] & ~(fixed | kEp | kEtp)) != 0) plan.zero_rest_reads_experts_only = false;
     }
   }
+  // What the loops between the triple and a level set, besides the level's key (rule_plan.hpp).
+  constexpr std::uint32_t above_pass = kSp | kCpAlgo;
+  constexpr std::uint32_t above_experts = above_pass | kVpp | kSchedule;
+  plan.keyed[pass_level] = plan.keyed[ep_level] = plan.keyed[etp_level] = true;
+  for (std::size_t k = 0; k < plan.rules.size(); ++k) {
+    const int level = plan.rules[k].level;
+    if (level == pass_level && (reads_of[k] & above_pass) != 0) plan.keyed[pass_level] = false;
+    if ((level == ep_level || level == etp_level) && (reads_of[k] & above_experts) != 0) {
+      plan.keyed[static_cast<std::size_t>(level)] = false;
+    }
+  }
   for (int level = 0; level < kLevels; ++level) {
     plan.deeper[static_cast<std::size_t>(level)] = plan.rules.size();
     for (std::size_t k = 0; k < plan.rules.size(); ++k) {

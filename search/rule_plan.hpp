@@ -45,6 +45,11 @@ struct RulePlan {
   // Every zero_rest rule reads only the triple, ep, etp and (z, G): its outcome per (ep, etp, z, G)
   // holds under every (sp, CP algorithm, pass) and is found once per triple.
   bool zero_rest_reads_experts_only = true;
+  // Per level, true when none of its rules reads a loop between the triple and it other than
+  // its own key's — the pass for the pass level, ep for the ep level, (ep, etp) for the etp
+  // level (and b, per size): its outcome under one key then holds under every value of the
+  // loops between, and is found once per key and triple.
+  std::array<bool, kLevels> keyed{};
 };
 
 // `etp_domain_ok`: every etp the enumeration takes passes H5's expert-width clause, so H5 is

@@ -108,6 +108,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   const std::size_t nb_count = bs.size();
   std::array<std::size_t, kLevels> first{};
   std::vector<std::size_t> first_b(static_cast<std::size_t>(kLevels) * nb_count, RulePlan::kNone);
+  std::array<std::vector<std::size_t>, kLevels> own_rows;  // a keyed level's row, when not kept
+  constexpr std::size_t kUnknown = RulePlan::kNone - 1;
   auto set_b = [&](std::size_t bi) {
     s.micro_batch = bs[bi];
     s.num_microbatches = run->global_batch % (dp * bs[bi]) == 0 ? run->global_batch / (dp * bs[bi]) : 0;
@@ -127,7 +129,6 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   // The zero_rest outcome per (ep, etp, ZeRO setting) when it reads nothing else (rule_plan.hpp),
   // found at the first (sp, algorithm, pass) that reaches it: kUnknown until then. The first
   // failing rule of a list without a bound, cut at the caller's bound, is the one with it.
-  constexpr std::size_t kUnknown = RulePlan::kNone - 1;
   const bool cache_rest = plan.zero_rest_reads_experts_only;
   std::vector<std::size_t> rest_first(cache_rest ? eps.size() * etps.size() * zeros.size() : 0, kUnknown);
   std::size_t ep_index = 0, etp_index = 0;
@@ -166,10 +167,47 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     if (zero_credit[f] == 0) zero_credited.push_back(f);
     zero_credit[f] += per_b;
   };
+  // The keyed levels' outcomes (rule_plan.hpp, keyed): per key — the pass; ep; (ep, etp) — the
+  // first failing rule among the level's rules that do not read b, and per micro-batch size among
+  // those that do, found without a bound when the key is first met. With the parent's bound
+  // applied by min, they are what the level would find under any values of the loops between.
+  // A level whose parent row is the triple's (fixed for the triple) keeps its merged row too.
+  struct Keyed {
+    std::size_t first = RulePlan::kNone - 1;  // kUnknown
+    std::vector<std::size_t> own_b;  // per size; empty until met
+    std::vector<std::size_t> merged;
+    std::vector<std::pair<std::size_t, std::int64_t>> merged_groups;
+    std::size_t merged_min = RulePlan::kNone;
+    bool has_merged = false;
+  };
+  std::array<std::vector<Keyed>, kLevels> keyed;
+  keyed[pass_level].resize(plan.keyed[pass_level] ? static_cast<std::size_t>(passes + 1) : 0);
+  keyed[ep_level].resize(plan.keyed[ep_level] ? eps.size() : 0);
+  keyed[etp_level].resize(plan.keyed[etp_level] ? eps.size() * etps.size() : 0);
+  std::size_t pass_index = 0;
+  auto keyed_entry = [&](int level) -> Keyed* {
+    const auto L = static_cast<std::size_t>(level);
+    if (keyed[L].empty()) return nullptr;
+    const std::size_t key = level == pass_level ? pass_index : level == ep_level ? ep_index : ep_index * etps.size() + etp_index;
+    return &keyed[L][key];
+  };
   auto enter = [&](int level, std::int64_t per_b) {
     const auto L = static_cast<std::size_t>(level);
     const std::size_t parent = level == 0 ? RulePlan::kNone : first[L - 1];
-    if (level == zero_level) {  // the part that reads only the triple and (z, G) is known already
+    Keyed* const k = keyed_entry(level);
+    if (k) {
+      if (k->first == kUnknown) {
+        k->first = first_failing(*this, plan, level, false, s, RulePlan::kNone);
+        if (!plan.at[2 * L + 1].empty()) {
+          k->own_b.resize(nb_count);
+          for (std::size_t bi = 0; bi < nb_count; ++bi) {
+            set_b(bi);
+            k->own_b[bi] = first_failing(*this, plan, level, true, s, RulePlan::kNone);
+          }
+        }
+      }
+      first[L] = std::min(parent, k->first);
+    } else if (level == zero_level) {  // the part that reads only the triple and (z, G) is known already
       const std::size_t known = std::min(parent, zero_first[zero_index]);
       if (cache_rest) {
         std::size_t& rest = rest_first[(ep_index * etps.size() + etp_index) * zeros.size() + zero_index];
@@ -182,7 +220,40 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
       first[L] = std::min(parent, first_failing(*this, plan, level, false, s, parent));
     }
     const std::size_t* parent_row = level == 0 ? nullptr : row[L - 1];
-    if (plan.at[2 * L + 1].empty()) {  // no b-rule here: the parent's row stands
+    if (k && !k->own_b.empty()) {
+      // The key's row under the parent's: kept with the key when the parent's is the triple's.
+      const bool keep = parent_row == row[triple_level];
+      if (!keep || !k->has_merged) {
+        std::vector<std::size_t>& own = keep ? k->merged : own_rows[L];
+        auto& g = keep ? k->merged_groups : groups[L];
+        own.resize(nb_count);
+        g.clear();
+        std::size_t min_b = RulePlan::kNone;
+        for (std::size_t bi = 0; bi < nb_count; ++bi) {
+          const std::size_t f = std::min(parent_row[bi], k->own_b[bi]);
+          own[bi] = f;
+          min_b = std::min(min_b, f);
+          if (!g.empty() && g.back().first == f) {
+            ++g.back().second;
+          } else {
+            g.emplace_back(f, 1);
+          }
+        }
+        if (keep) {
+          k->merged_min = min_b;
+          k->has_merged = true;
+        } else {
+          row[L] = own.data();
+          row_min[L] = min_b;
+          row_groups[L] = &g;
+        }
+      }
+      if (keep) {
+        row[L] = k->merged.data();
+        row_min[L] = k->merged_min;
+        row_groups[L] = &k->merged_groups;
+      }
+    } else if (plan.at[2 * L + 1].empty()) {  // no b-rule here: the parent's row stands
       row[L] = level == 0 ? first_b.data() : parent_row;
       row_min[L] = level == 0 ? RulePlan::kNone : row_min[L - 1];
       row_groups[L] = level == 0 ? &no_failure : row_groups[L - 1];
@@ -294,6 +365,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
       for (std::int64_t pass = 1; pass <= passes; ++pass) {
         const std::int64_t weight = pass_weight[static_cast<std::size_t>(pass)];
         if (weight == 0) continue;
+        pass_index = static_cast<std::size_t>(pass);
         s.vpp = pass_vpp(pass);
         s.schedule = pass_schedule(pass);
         if (enter(pass_level, weight * below_pass)) continue;

@@ -16,11 +16,11 @@ struct Counted {
   std::map<std::int64_t, std::int64_t> by_tp, by_pp;
 };
 
-Counted count(std::int64_t devices, const PolicySet& policies, bool prune = true) {
-  static const Model model = load_model("llama-3.1-70b");
+Counted count_model(const Model& model, std::int64_t devices, std::int64_t seq, std::int64_t global_batch,
+                    const PolicySet& policies, bool prune) {
   RunFlags f;
-  f.seq = 8192;
-  f.global_batch = 2048;
+  f.seq = seq;
+  f.global_batch = global_batch;
   const Run run = make_run(f, true);
   const Cluster cluster = make_cluster("h100-80gb", devices);
   SearchSpace space;
@@ -44,6 +44,11 @@ Counted count(std::int64_t devices, const PolicySet& policies, bool prune = true
     }, [&](std::size_t, std::int64_t n) { c.enumerated += n; });
   }
   return c;
+}
+
+Counted count(std::int64_t devices, const PolicySet& policies, bool prune = true) {
+  static const Model model = load_model("llama-3.1-70b");
+  return count_model(model, devices, 8192, 2048, policies, prune);
 }
 
 PolicySet defaults_with_even_split() {
@@ -90,4 +95,36 @@ TEST_CASE("§10: hard rules only (every policy off but P12) on 64 devices") {
   none.on.fill(false);
   none.on[static_cast<std::size_t>(Policy::full_recompute_all)] = true;
   CHECK(count(64, none).valid == 856'329);
+}
+
+TEST_CASE("the rule plan's verdicts on mixture-of-experts spaces (ep and etp loops), unpruned") {
+  // Every leaf visited, its verdict against checking each rule in table order: the ep, etp and
+  // ZeRO levels' rules (H15, H16, P3, P4, P11) with the loops above them varying.
+  const Model qwen = load_model("qwen3-30b-a3b");
+  const Model mixtral = load_model("mixtral-8x7b");
+  PolicySet hard_only;
+  hard_only.on.fill(false);
+  hard_only.on[static_cast<std::size_t>(Policy::full_recompute_all)] = true;
+  struct Case {
+    const Model* model;
+    std::int64_t devices, global_batch;
+    PolicySet policies;
+  };
+  // On 12 devices ep·etp reaches 12 and 6 (P3 ep_in_node, switched on, and P4 powers_of_two fail
+  // at the etp level, P4 per micro-batch size).
+  PolicySet experts_in_node;
+  experts_in_node.on[static_cast<std::size_t>(Policy::ep_in_node)] = true;
+  const Case cases[] = {{&qwen, 8, 32, PolicySet{}}, {&qwen, 8, 32, hard_only}, {&mixtral, 16, 64, PolicySet{}},
+                        {&qwen, 12, 24, experts_in_node}};
+  for (const Case& k : cases) {
+    CAPTURE(k.model->name);
+    CAPTURE(k.devices);
+    const Counted plain = count_model(*k.model, k.devices, 4096, k.global_batch, k.policies, false);
+    const Counted pruned = count_model(*k.model, k.devices, 4096, k.global_batch, k.policies, true);
+    CHECK(plain.disagreements == 0);
+    CHECK(pruned.disagreements == 0);
+    CHECK(plain.enumerated == pruned.enumerated);
+    CHECK(plain.valid == pruned.valid);
+    CHECK(plain.valid > 0);
+  }
 }
