@@ -175,6 +175,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   struct Keyed {
     std::size_t first = RulePlan::kNone - 1;  // kUnknown
     std::vector<std::size_t> own_b;  // per size; empty until met
+    std::vector<std::pair<std::size_t, std::int64_t>> own_groups;
+    std::size_t own_min = RulePlan::kNone;
     std::vector<std::size_t> merged;
     std::vector<std::pair<std::size_t, std::int64_t>> merged_groups;
     std::size_t merged_min = RulePlan::kNone;
@@ -202,7 +204,14 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
           k->own_b.resize(nb_count);
           for (std::size_t bi = 0; bi < nb_count; ++bi) {
             set_b(bi);
-            k->own_b[bi] = first_failing(*this, plan, level, true, s, RulePlan::kNone);
+            const std::size_t f = first_failing(*this, plan, level, true, s, RulePlan::kNone);
+            k->own_b[bi] = f;
+            k->own_min = std::min(k->own_min, f);
+            if (!k->own_groups.empty() && k->own_groups.back().first == f) {
+              ++k->own_groups.back().second;
+            } else {
+              k->own_groups.emplace_back(f, 1);
+            }
           }
         }
       }
@@ -220,7 +229,15 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
       first[L] = std::min(parent, first_failing(*this, plan, level, false, s, parent));
     }
     const std::size_t* parent_row = level == 0 ? nullptr : row[L - 1];
-    if (k && !k->own_b.empty()) {
+    if (k && !k->own_b.empty() && k->own_min == RulePlan::kNone) {  // nothing fails here
+      row[L] = parent_row;
+      row_min[L] = row_min[L - 1];
+      row_groups[L] = row_groups[L - 1];
+    } else if (k && !k->own_b.empty() && row_min[L - 1] == RulePlan::kNone) {  // nothing failed above
+      row[L] = k->own_b.data();
+      row_min[L] = k->own_min;
+      row_groups[L] = &k->own_groups;
+    } else if (k && !k->own_b.empty()) {
       // The key's row under the parent's: kept with the key when the parent's is the triple's.
       const bool keep = parent_row == row[triple_level];
       if (!keep || !k->has_merged) {
