@@ -96,7 +96,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   for (std::int64_t etp : etps) {
     if (allowed(pins.etp, etp) && m.expert_ffn % etp != 0) etp_domain_ok = false;
   }
-  const RulePlan plan = make_rule_plan(*this, etp_domain_ok);
+  const RulePlan& plan = rule_plan_for(*this, etp_domain_ok);
 
   Strategy s;
   s.tp = tp;
