@@ -244,7 +244,13 @@ class TaskScorer {
     };
     const std::size_t mode = static_cast<std::size_t>(pending_[0].recompute);
     std::ptrdiff_t guess = 0;
-    if (same_run_setting(last_node_[mode], pending_[0])) guess = static_cast<std::ptrdiff_t>(last_end_[mode]);
+    if (same_run_setting(last_node_[mode], pending_[0])) {
+      guess = static_cast<std::ptrdiff_t>(last_end_[mode]);
+    } else if (mode > 0 && same_setting(last_node_[mode - 1], pending_[0])) {
+      // The first run of this mode under the node: the previous mode's end under the same ZeRO
+      // setting (the modes are enumerated in turn within it).
+      guess = static_cast<std::ptrdiff_t>(last_end_[mode - 1]);
+    }
     const auto none_fails = static_cast<std::ptrdiff_t>(n);
     if (guess < none_fails) probe(guess);  // expected not to fit
     if (hi == guess && guess > 0) {
