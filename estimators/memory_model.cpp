@@ -774,12 +774,11 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   // --rules sapp-nd: the seed's own expressions where §17.3 says the default rules depart.
   const bool seed = run.rules == Rules::sapp_nd;
   const Device dev = seed ? sapp_nd::overheads(cluster.device) : cluster.device;
-  scratch.prepare_layout(m, run, s);
-  // The seed's activation side reads z and G (its shard factors), so it is never reused.
-  const std::uint64_t context = seed ? 0 : scratch.memo_context;
   // The side and the (z, G) side read the same plan: that of the strategy's layout, which is the
   // layout of every strategy a memo entry serves (the memo's node and mode fix it).
-  const LayoutPlan& plan = scratch.prepare_plan(m, s);
+  const LayoutPlan& plan = scratch.layout_plan(m, run, s);
+  // The seed's activation side reads z and G (its shard factors), so it is never reused.
+  const std::uint64_t context = seed ? 0 : scratch.memo_context;
   if (context == 0) {
     activation_side(scratch.side, plan, nullptr, 0, m, run, dev, s);
     finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(),

@@ -123,6 +123,24 @@ struct MemoryScratch {
   // The current layout's activation plan (layout_plan.hpp) for `s`, made again only when the
   // layout or the model's layer kinds have changed.
   const LayoutPlan& prepare_plan(const Model& model, const Strategy& s);
+  // prepare_layout, then prepare_plan: within a memo context, when the layout in use for s's
+  // kind was made for the same pipeline fields and its plan stands, a few comparisons inline
+  // (both are asked for about twice per estimate in a search).
+  const LayoutPlan& layout_plan(const Model& model, const Run& run, const Strategy& s) {
+    const std::size_t k = s.recompute == Recompute::full ? 1 : 0;
+    const LayoutKey& key = layout_keys[k];
+    if (memo_context != 0 && layout_context[k] == memo_context && stored_context == memo_context && key.layers >= 0 &&
+        key.pp == s.pp && key.vpp == s.vpp && key.schedule == s.schedule && key.full == (k == 1) &&
+        key.recompute_layers == (k == 1 ? s.recompute_layers : 0)) {
+      const LayoutEntry& e = *in_use[k];
+      if (!e.plan_stale && e.plan_context == memo_context) {
+        current = k;
+        return e.plan;
+      }
+    }
+    prepare_layout(model, run, s);
+    return prepare_plan(model, s);
+  }
   struct LayoutEntry {
     PipelineLayout layout;
     LayoutPlan plan;

@@ -162,8 +162,7 @@ class TaskScorer {
   }
   // The plan of `s`'s layout, shared with the memory estimates.
   const LayoutPlan& plan_of(Scratch& sc, const Strategy& s) {
-    sc.memory.prepare_layout(m_, run_, s);
-    return sc.memory.prepare_plan(m_, s);
+    return sc.memory.layout_plan(m_, run_, s);
   }
   std::int64_t floor_ns(const Strategy& s) {
     Scratch& sc = scratch();
