@@ -116,20 +116,31 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
     if (pc.twin == PlannedChunk::kNoTwin) firsts.push_back(k);
   }
   // Per stage: each chunk's first candidate position, and whether its runs repeat an earlier chunk's.
+  out.walk_chunks.clear();
+  out.repeat_chunks.clear();
   for (std::size_t i = 0; i < out.stages.size(); ++i) {
+    PlannedStage& ps = out.stages[i];
+    ps.walk_begin = static_cast<std::uint32_t>(out.walk_chunks.size());
+    ps.repeat_begin = static_cast<std::uint32_t>(out.repeat_chunks.size());
     std::uint32_t position = 0;
     for (std::size_t c = 0; c < static_cast<std::size_t>(vpp); ++c) {
       PlannedChunk& pc = out.chunks[i * static_cast<std::size_t>(vpp) + c];
       pc.position = position;
       position += pc.end - pc.begin;
       if (pc.vstage == nv - 1) position += static_cast<std::uint32_t>(m.mtp_depths);
-      if (pc.twin == PlannedChunk::kNoTwin) continue;
-      for (std::size_t e = 0; e < c && !pc.repeat; ++e) {
+      for (std::size_t e = 0; e < c && !pc.repeat && pc.twin != PlannedChunk::kNoTwin; ++e) {
         const PlannedChunk& earlier = out.chunks[i * static_cast<std::size_t>(vpp) + e];
         const std::uint32_t earlier_index = static_cast<std::uint32_t>(i * static_cast<std::size_t>(vpp) + e);
         pc.repeat = earlier.twin == pc.twin || earlier_index == pc.twin;
       }
+      if (pc.repeat) {
+        out.repeat_chunks.emplace_back(static_cast<std::uint32_t>(c), pc.twin);
+      } else {
+        out.walk_chunks.push_back(static_cast<std::uint32_t>(c));
+      }
     }
+    ps.walk_end = static_cast<std::uint32_t>(out.walk_chunks.size());
+    ps.repeat_end = static_cast<std::uint32_t>(out.repeat_chunks.size());
   }
 }
 

@@ -57,6 +57,11 @@ struct PlannedStage {
   // copy rather than add up again.
   static constexpr std::uint32_t kNoTwin = UINT32_MAX;
   std::uint32_t twin = kNoTwin;
+  // Its chunks (index c) in LayoutPlan::walk_chunks[walk_begin, walk_end): all but the repeats,
+  // in order; and the repeats, as (c, twin) in LayoutPlan::repeat_chunks[repeat_begin, repeat_end).
+  // Where no per-chunk figure is wanted a repeat only takes its twin's bytes, so the activation
+  // side walks the first list and copies the second.
+  std::uint32_t walk_begin = 0, walk_end = 0, repeat_begin = 0, repeat_end = 0;
 };
 
 struct LayoutPlan {
@@ -66,6 +71,8 @@ struct LayoutPlan {
   std::vector<PlannedChunk> chunks;  // stage-major: chunks[i·vpp + c]
   std::vector<PlannedStage> stages;
   std::vector<std::pair<StatePart, double>> parts;  // (part, times), stage after stage
+  std::vector<std::uint32_t> walk_chunks;           // per stage (PlannedStage::walk_begin)
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> repeat_chunks;  // per stage (repeat_begin)
   std::vector<std::uint32_t> signature_firsts;      // make_layout_plan's work space (storage kept)
 
   const PlannedChunk& chunk(std::int64_t stage, std::int64_t c) const {

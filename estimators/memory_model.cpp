@@ -190,7 +190,12 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
     std::int64_t position = 0;  // candidates in the order the one-pass scan meets them
     std::int64_t seed_last_vstage = -1;
 
-    for (std::int64_t c = 0; c < s.vpp; ++c) {
+    // Without per-chunk figures the stage's repeats (layout_plan.hpp) only take their twin's bytes:
+    // the other chunks are walked, in order, and the repeats copied after.
+    const bool listed = plain && !seed;
+    const std::int64_t walked_chunks = listed ? static_cast<std::int64_t>(ps.walk_end - ps.walk_begin) : s.vpp;
+    for (std::int64_t n = 0; n < walked_chunks; ++n) {
+      const std::int64_t c = listed ? static_cast<std::int64_t>(plan.walk_chunks[ps.walk_begin + static_cast<std::size_t>(n)]) : n;
       const auto cu = static_cast<std::size_t>(c);
       const PlannedChunk& pc = plan.chunk(i, c);
       const std::int64_t u = pc.vstage;
@@ -303,6 +308,12 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
           walk->full_layers = a.full_layers[cu];
           walk->full_kept = a.full_kept[cu];
         }
+      }
+    }
+    if (listed) {
+      for (std::uint32_t k = ps.repeat_begin; k < ps.repeat_end; ++k) {
+        const auto& [c, twin] = plan.repeat_chunks[k];
+        st.chunk_bytes[c] = walks[twin].A;
       }
     }
 

@@ -85,6 +85,31 @@ TEST_CASE("layout plan: twins are earlier chunks with the same runs, away from t
   CHECK(twins + walked <= 18);
   CHECK(twins >= 18 - 2 * walked);
   CHECK(twins >= 10);
+  // Each stage's chunks split into those walked (in order, no repeat) and its repeats with their
+  // twins: every chunk in exactly one of the two.
+  int repeats = 0;
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    const PlannedStage& ps = p.stages[i];
+    std::vector<int> seen(static_cast<std::size_t>(c.strategy.vpp), 0);
+    std::int64_t previous = -1;
+    for (std::uint32_t k = ps.walk_begin; k < ps.walk_end; ++k) {
+      const std::uint32_t ch = p.walk_chunks[k];
+      CHECK(static_cast<std::int64_t>(ch) > previous);
+      previous = ch;
+      CHECK_FALSE(p.chunk(static_cast<std::int64_t>(i), ch).repeat);
+      ++seen[ch];
+    }
+    for (std::uint32_t k = ps.repeat_begin; k < ps.repeat_end; ++k) {
+      const auto& [ch, twin] = p.repeat_chunks[k];
+      const PlannedChunk& pc = p.chunk(static_cast<std::int64_t>(i), ch);
+      CHECK(pc.repeat);
+      CHECK(pc.twin == twin);
+      ++seen[ch];
+      ++repeats;
+    }
+    for (const int n : seen) CHECK(n == 1);
+  }
+  CHECK(repeats > 0);
   // Without twins nothing is copied.
   for (const PlannedChunk& pc : plan_of(c, false).chunks) {
     CHECK(pc.twin == PlannedChunk::kNoTwin);
