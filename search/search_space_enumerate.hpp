@@ -110,9 +110,14 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   std::vector<std::size_t> first_b(static_cast<std::size_t>(kLevels) * nb_count, RulePlan::kNone);
   std::array<std::vector<std::size_t>, kLevels> own_rows;  // a keyed level's row, when not kept
   constexpr std::size_t kUnknown = RulePlan::kNone - 1;
+  // m per micro-batch size (0 when gb mod dp·b ≠ 0), divided once per triple.
+  std::vector<std::int64_t> ms(nb_count);
+  for (std::size_t bi = 0; bi < nb_count; ++bi) {
+    ms[bi] = run->global_batch % (dp * bs[bi]) == 0 ? run->global_batch / (dp * bs[bi]) : 0;
+  }
   auto set_b = [&](std::size_t bi) {
     s.micro_batch = bs[bi];
-    s.num_microbatches = run->global_batch % (dp * bs[bi]) == 0 ? run->global_batch / (dp * bs[bi]) : 0;
+    s.num_microbatches = ms[bi];
   };
   // Evaluates the rules of `level` at this node; true when the subtree (`per_b` candidates per
   // micro-batch size) is decided and has been credited to its rules instead of being walked.
@@ -470,9 +475,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
                 bool first_in_run = true;
                 for (std::size_t bi : walk_b) {
                   const std::size_t f = std::min(first[zero_level], fb[bi]);
-                  const std::int64_t b = bs[bi];
-                  s.micro_batch = b;
-                  s.num_microbatches = run->global_batch % (dp * b) == 0 ? run->global_batch / (dp * b) : 0;
+                  s.micro_batch = bs[bi];
+                  s.num_microbatches = ms[bi];
                   visit(s, Position{first_in_run, bi, mode_index, weight, f == RulePlan::kNone ? Position::kValid : plan.rules[f].slot});
                   first_in_run = false;
                 }
