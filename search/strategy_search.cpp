@@ -247,8 +247,11 @@ class TaskScorer {
       guess = static_cast<std::ptrdiff_t>(last_end_[mode]);
     } else if (mode > 0 && same_setting(last_node_[mode - 1], pending_[0])) {
       // The first run of this mode under the node: the previous mode's end under the same ZeRO
-      // setting (the modes are enumerated in turn within it).
-      guess = static_cast<std::ptrdiff_t>(last_end_[mode - 1]);
+      // setting (the modes are enumerated in turn within it), moved by as much as this mode's
+      // end moved from the previous mode's the last time both were settled so.
+      after_mode_ = last_end_[mode - 1];
+      guess = std::clamp<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(after_mode_) + mode_shift_[mode], 0,
+                                         static_cast<std::ptrdiff_t>(n));
     }
     const auto none_fails = static_cast<std::ptrdiff_t>(n);
     if (guess < none_fails) probe(guess);  // expected not to fit
@@ -291,6 +294,10 @@ class TaskScorer {
 
   void remember_end(std::size_t end) {
     const std::size_t mode = static_cast<std::size_t>(pending_[0].recompute);
+    if (after_mode_ != kNoMode) {
+      mode_shift_[mode] = static_cast<std::ptrdiff_t>(end) - static_cast<std::ptrdiff_t>(after_mode_);
+      after_mode_ = kNoMode;
+    }
     last_node_[mode] = pending_[0];  // compared by same_run_setting
     last_end_[mode] = end;
   }
@@ -350,6 +357,11 @@ class TaskScorer {
   // Per recompute mode, the last settled run's first strategy and where its fitting prefix ended.
   std::array<Strategy, 3> last_node_{};
   std::array<std::size_t, 3> last_end_{};
+  // Per mode, its run's end minus the previous mode's under the same node and ZeRO setting, the
+  // last time a run started from the previous mode's end (`after_mode_`, that end, meanwhile).
+  static constexpr std::size_t kNoMode = SIZE_MAX;
+  std::array<std::ptrdiff_t, 3> mode_shift_{};
+  std::size_t after_mode_ = kNoMode;
   std::vector<Strategy> pending_;      // the current run's valid strategies (settle_runs_)
   std::vector<ScoredStrategy> estimates_;  // their memory estimates where made (mem 0: none)
 };
