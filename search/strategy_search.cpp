@@ -113,7 +113,8 @@ class TaskScorer {
   // A valid strategy of the current run (b rising, everything but b and m fixed).
   void add(const Strategy& s) {
     if (settle_runs_) {
-      pending_.push_back(s);
+      if (pending_.empty()) run_strategy_ = s;
+      pending_.emplace_back(s.micro_batch, s.num_microbatches);
     } else {
       score_in_turn(s);
     }
@@ -219,7 +220,7 @@ class TaskScorer {
   void settle_run() {
     const std::size_t n = pending_.size();
     acc_.valid += static_cast<std::int64_t>(n);
-    if (in_failed_setting(pending_[0])) return;
+    if (in_failed_setting(at(0))) return;
     estimates_.resize(n);
     for (ScoredStrategy& e : estimates_) e.mem = 0;  // the "not estimated" mark (below)
     double static_floor = 0;  // the same for the whole run (it reads neither b nor m)
@@ -232,7 +233,7 @@ class TaskScorer {
     auto probe = [&](std::ptrdiff_t i) {
       const auto k = static_cast<std::size_t>(i);
       bool fits = false;
-      estimates_[k] = estimate_memory(pending_[k], fits);
+      estimates_[k] = estimate_memory(at(k), fits);
       static_floor = scratch().mem.static_floor;
       if (fits) {
         lo = i;
@@ -241,11 +242,11 @@ class TaskScorer {
         acc_.consider_closest(estimates_[k]);
       }
     };
-    const std::size_t mode = static_cast<std::size_t>(pending_[0].recompute);
+    const std::size_t mode = static_cast<std::size_t>(run_strategy_.recompute);
     std::ptrdiff_t guess = 0;
-    if (same_run_setting(last_node_[mode], pending_[0])) {
+    if (same_run_setting(last_node_[mode], run_strategy_)) {
       guess = static_cast<std::ptrdiff_t>(last_end_[mode]);
-    } else if (mode > 0 && same_setting(last_node_[mode - 1], pending_[0])) {
+    } else if (mode > 0 && same_setting(last_node_[mode - 1], run_strategy_)) {
       // The first run of this mode under the node: the previous mode's end under the same ZeRO
       // setting (the modes are enumerated in turn within it), moved by as much as this mode's
       // end moved from the previous mode's the last time both were settled so.
@@ -263,10 +264,10 @@ class TaskScorer {
     while (hi - lo > 1) probe(hi == none_fails ? hi - 1 : lo + (hi - lo) / 2);
     remember_end(static_cast<std::size_t>(hi));
     if (hi == 0) {
-      note_overflow(pending_[0]);
+      note_overflow(at(0));
       return;
     }
-    // pending_[0, hi) fit. One not estimated has at least the run's static floor and the peak of
+    // The run's strategies [0, hi) fit. One not estimated has at least the run's static floor and the peak of
     // any estimated before it.
     std::int64_t mem_floor = static_cast<std::int64_t>(std::ceil(static_floor));
     for (std::size_t i = 0; i < static_cast<std::size_t>(hi); ++i) {
@@ -274,16 +275,16 @@ class TaskScorer {
       const bool estimated = x.mem > 0;  // a peak holds at least the CUDA context
       if (estimated) mem_floor = x.mem;
       std::int64_t floor = -1;
-      if (dominated_fitting(mem_floor, pending_[i], floor)) {
+      if (dominated_fitting(mem_floor, at(i), floor)) {
         ++acc_.fitting;
         continue;
       }
       if (!estimated) {
         bool fits = false;
-        x = estimate_memory(pending_[i], fits);
+        x = estimate_memory(at(i), fits);
         if (!fits) throw std::logic_error("a micro-batch run whose peak falls as b rises");
         mem_floor = x.mem;
-        if (dominated_fitting(mem_floor, pending_[i], floor)) {
+        if (dominated_fitting(mem_floor, at(i), floor)) {
           ++acc_.fitting;
           continue;
         }
@@ -293,12 +294,12 @@ class TaskScorer {
   }
 
   void remember_end(std::size_t end) {
-    const std::size_t mode = static_cast<std::size_t>(pending_[0].recompute);
+    const std::size_t mode = static_cast<std::size_t>(run_strategy_.recompute);
     if (after_mode_ != kNoMode) {
       mode_shift_[mode] = static_cast<std::ptrdiff_t>(end) - static_cast<std::ptrdiff_t>(after_mode_);
       after_mode_ = kNoMode;
     }
-    last_node_[mode] = pending_[0];  // compared by same_run_setting
+    last_node_[mode] = run_strategy_;  // compared by same_run_setting (b and m aside)
     last_end_[mode] = end;
   }
 
@@ -362,7 +363,15 @@ class TaskScorer {
   static constexpr std::size_t kNoMode = SIZE_MAX;
   std::array<std::ptrdiff_t, 3> mode_shift_{};
   std::size_t after_mode_ = kNoMode;
-  std::vector<Strategy> pending_;      // the current run's valid strategies (settle_runs_)
+  // The current run's valid strategies (settle_runs_): the run's strategy, and each one's (b, m).
+  Strategy run_strategy_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> pending_;
+  // The run's k-th strategy, in run_strategy_ (valid until the next call).
+  const Strategy& at(std::size_t k) {
+    run_strategy_.micro_batch = pending_[k].first;
+    run_strategy_.num_microbatches = pending_[k].second;
+    return run_strategy_;
+  }
   std::vector<ScoredStrategy> estimates_;  // their memory estimates where made (mem 0: none)
 };
 
