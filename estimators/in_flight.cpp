@@ -128,7 +128,8 @@ const StateSet& candidate_states(std::int64_t pp, std::int64_t v, std::int64_t m
   return (*last)[static_cast<std::size_t>(i)];
 }
 
-double interleaved(std::vector<std::int64_t>& counts, const Strategy& s, std::int64_t i, const std::vector<double>& A) {
+// `counts` (n(i,c) at the peak) is left alone when null.
+double interleaved(std::vector<std::int64_t>* counts, const Strategy& s, std::int64_t i, const std::vector<double>& A) {
   const std::int64_t pp = s.pp, v = s.vpp, m = s.num_microbatches;
   const std::int64_t n_fw = m * v;
   const std::int64_t n_wu = std::min(2 * (pp - i - 1) + (v - 1) * pp, n_fw);
@@ -161,8 +162,10 @@ double interleaved(std::vector<std::int64_t>& counts, const Strategy& s, std::in
         best = change.completes;
       }
     }
-    counts.assign(set.counts.begin() + static_cast<std::ptrdiff_t>(best * width),
-                  set.counts.begin() + static_cast<std::ptrdiff_t>((best + 1) * width));
+    if (counts) {
+      counts->assign(set.counts.begin() + static_cast<std::ptrdiff_t>(best * width),
+                     set.counts.begin() + static_cast<std::ptrdiff_t>((best + 1) * width));
+    }
     return static_cast<double>(top);
   }
   // Otherwise (fractional sizes, sizes past exact sums, an empty chunk) every state of the
@@ -173,7 +176,7 @@ double interleaved(std::vector<std::int64_t>& counts, const Strategy& s, std::in
     for (std::size_t c = 0; c < count.size(); ++c) t += static_cast<double>(count[c]) * A[c];
     if (t > peak) {
       peak = t;
-      counts.assign(count.begin(), count.end());
+      if (counts) counts->assign(count.begin(), count.end());
     }
   });
   return peak;
@@ -188,7 +191,7 @@ double in_flight_into(std::vector<std::int64_t>& counts, const Strategy& s, std:
     counts.assign(A.size(), 1);
   } else {
     switch (s.schedule) {
-      case Schedule::interleaved_1f1b: return interleaved(counts, s, i, A);
+      case Schedule::interleaved_1f1b: return interleaved(&counts, s, i, A);
       case Schedule::gpipe: counts.assign(A.size(), m); break;  // §8.2
       case Schedule::dualpipev:  // §8.4, SAPP-ND's counts
         counts.assign({2 * s.pp - 1 - i, i});
@@ -200,6 +203,13 @@ double in_flight_into(std::vector<std::int64_t>& counts, const Strategy& s, std:
   double peak = 0;
   for (std::size_t c = 0; c < A.size(); ++c) peak += static_cast<double>(counts[c]) * A[c];
   return peak;
+}
+
+double in_flight_peak(const Strategy& s, std::int64_t i, const std::vector<double>& A) {
+  if (s.pp > 1 && s.schedule == Schedule::interleaved_1f1b) return interleaved(nullptr, s, i, A);
+  // The other schedules' counts are a closed form: the same sum as in_flight_into, without them.
+  thread_local std::vector<std::int64_t> counts;
+  return in_flight_into(counts, s, i, A);
 }
 
 InFlight in_flight(const Strategy& s, std::int64_t i, const std::vector<double>& A) {

@@ -20,5 +20,7 @@ InFlight in_flight(const Strategy& s, std::int64_t stage, const std::vector<doub
 // returning M_act(i); the memory model's hot path.
 double in_flight_into(std::vector<std::int64_t>& counts, const Strategy& s, std::int64_t stage,
                       const std::vector<double>& chunk_bytes);
+// M_act(i) alone, bit for bit the same (the search's totals read no counts).
+double in_flight_peak(const Strategy& s, std::int64_t stage, const std::vector<double>& chunk_bytes);
 
 }  // namespace meshfit

@@ -59,9 +59,11 @@ struct ChunkWalk {
   double full_kept = 0;
 };
 
-// Everything of the estimate that neither z nor G changes (memory-model.md §7–§9).
+// Everything of the estimate that neither z nor G changes (memory-model.md §7–§9); the in-flight
+// counts per chunk only with `counts`.
 void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* cache, std::uint64_t context,
-                     const Model& m, const Run& run, const Device& dev, const Strategy& s) {
+                     const Model& m, const Run& run, const Device& dev, const Strategy& s, bool counts) {
+  side.counts = counts;
   const bool seed = run.rules == Rules::sapp_nd;
   const RunOptions& o = run.options;
   const std::int64_t nv = s.virtual_stages();
@@ -325,7 +327,7 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
       }
       st.activations = peak;
     } else {
-      st.activations = in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes);
+      st.activations = counts ? in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes) : in_flight_peak(s, i, st.chunk_bytes);
     }
     st.tr_attn = tr_attn;
     st.tr_logits = st.head ? tr_logits : 0;
@@ -790,15 +792,18 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   const LayoutPlan& plan = scratch.layout_plan(m, run, s);
   // The seed's activation side reads z and G (its shard factors), so it is never reused.
   const std::uint64_t context = seed ? 0 : scratch.memo_context;
+  // Only what finish_totals adds up is wanted without stage detail (finish's totals_only).
+  const bool counts = stage_detail || seed || grad_clip_adjusts(run) || dualpipev_overlap(s);
   if (context == 0) {
-    activation_side(scratch.side, plan, nullptr, 0, m, run, dev, s);
+    activation_side(scratch.side, plan, nullptr, 0, m, run, dev, s, counts);
     finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(),
            plan, headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
-  if (fresh) activation_side(side, plan, &scratch.kinds, context, m, run, dev, s);
+  // A side kept without counts is made again when they are wanted (the same figures, and them).
+  if (fresh || (counts && !side.counts)) activation_side(side, plan, &scratch.kinds, context, m, run, dev, s, counts);
   finish(report, scratch.spare_stages, stage_detail, side, scratch.statics, context, m, run, dev, s, scratch.layout(),
          plan, headroom_bytes);
 }

@@ -105,6 +105,7 @@ struct StaticSide {
 struct ActivationSide {
   std::vector<StageActivations> stages;  // at least pp; the first pp are the strategy's
   std::array<RankParams, 2> params{};  // one layer's per-rank parameters, dense and MoE
+  bool counts = false;  // the stages' in-flight counts made (the search's totals read none)
 };
 
 // Storage an estimate works in. A caller that estimates many strategies (the search) keeps one

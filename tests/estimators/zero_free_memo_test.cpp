@@ -92,6 +92,11 @@ TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
         CHECK(totals.peak_stage == fresh.peak_stage);
         CHECK(totals.fits == fresh.fits);
         CHECK(totals.static_floor == fresh.static_floor);
+        // A detailed estimate from the totals' scratch: its side, kept without in-flight counts,
+        // is made again with them.
+        MemoryReport detailed;
+        estimate_memory_into(detailed, totals_scratch, c.model, c.run, c.cluster, c.strategy);
+        check_same_memory(detailed, fresh);
         estimate_step_time_into(reused_time, time_scratch, c.model, c.run, c.cluster, c.strategy, scratch.prepare_plan(c.model, c.strategy));
         check_same_time(reused_time, estimate_step_time(c.model, c.run, c.cluster, c.strategy));
         ++checked;
