@@ -331,17 +331,22 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   const bool fast_zero = cache_rest && defer_zero_credit && prune_subtrees;
   std::vector<std::size_t> all_zero_indices(zeros.size());
   for (std::size_t i = 0; i < zeros.size(); ++i) all_zero_indices[i] = i;
-  // Per (ep, etp) of this triple, when nothing above the ZeRO level fails: each ZeRO setting's
-  // first failing rule (min of its zero_fixed and zero_rest outcomes), those decided there
-  // counted per rule, and the others, in order, to walk. Made when first needed.
-  struct ZeroSummary {
-    bool made = false;
-    std::vector<std::size_t> first;                             // per ZeRO setting
+  // Per (ep, etp) of this triple: each ZeRO setting's first failing rule at the ZeRO level (min of
+  // its zero_fixed and zero_rest outcomes); and per first failing rule above the level (`above`,
+  // kNone when nothing failed), the settings decided there counted per rule and the others, in
+  // order, to walk. Made when first needed; an (ep, etp) node meets one or two values of `above`.
+  struct ZeroOutcome {
+    std::size_t above;
     std::vector<std::pair<std::size_t, std::int64_t>> decided;  // (rule, settings)
     std::vector<std::size_t> walk;
   };
+  struct ZeroSummary {
+    bool made = false;
+    std::vector<std::size_t> first;  // per ZeRO setting
+    std::vector<ZeroOutcome> outcomes;
+  };
   std::vector<ZeroSummary> zero_summaries(fast_zero ? eps.size() * etps.size() : 0);
-  auto zero_summary = [&](std::size_t epi, std::size_t etpi) -> const ZeroSummary& {
+  auto zero_summary = [&](std::size_t epi, std::size_t etpi) -> ZeroSummary& {
     ZeroSummary& summary = zero_summaries[epi * etps.size() + etpi];
     if (summary.made) return summary;
     summary.made = true;
@@ -351,20 +356,30 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
       t.shard_group = zeros[zi].second;
       std::size_t& rest = rest_first[(epi * etps.size() + etpi) * zeros.size() + zi];
       if (rest == kUnknown) rest = first_failing_in(*this, plan, plan.zero_rest, t, RulePlan::kNone);
-      const std::size_t f = std::min(zero_first[zi], rest);
-      summary.first.push_back(f);
+      summary.first.push_back(std::min(zero_first[zi], rest));
+    }
+    return summary;
+  };
+  auto zero_outcome = [&](ZeroSummary& summary, std::size_t above) -> const ZeroOutcome& {
+    for (const ZeroOutcome& o : summary.outcomes) {
+      if (o.above == above) return o;
+    }
+    ZeroOutcome& o = summary.outcomes.emplace_back();
+    o.above = above;
+    for (std::size_t zi = 0; zi < zeros.size(); ++zi) {
+      const std::size_t f = std::min(above, summary.first[zi]);
       if (f < plan.deeper[static_cast<std::size_t>(zero_level)]) {
-        auto it = std::find_if(summary.decided.begin(), summary.decided.end(), [&](const auto& d) { return d.first == f; });
-        if (it == summary.decided.end()) {
-          summary.decided.emplace_back(f, 1);
+        auto it = std::find_if(o.decided.begin(), o.decided.end(), [&](const auto& d) { return d.first == f; });
+        if (it == o.decided.end()) {
+          o.decided.emplace_back(f, 1);
         } else {
           ++it->second;
         }
       } else {
-        summary.walk.push_back(zi);
+        o.walk.push_back(zi);
       }
     }
-    return summary;
+    return o;
   };
   s.ep = s.etp = 1;  // a dense model's throughout; H5's tp clause is read with etp = 1
   std::vector<std::size_t> walk_b;  // the micro-batch sizes to visit under a ZeRO setting
@@ -401,23 +416,26 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
             if (!allowed(pins.etp, etp)) continue;
             s.etp = etp;
             if (enter(etp_level, weight * n_zero * modes)) continue;
-            // With nothing failing above, each ZeRO setting's first failing rule here reads only
-            // (ep, etp, z, G): the settings decided at this level are credited per rule in bulk
-            // (zero_summary) and only the others are walked.
+            // Each ZeRO setting's first failing rule here reads only (ep, etp, z, G) and what
+            // failed above: the settings decided at this level are credited per rule in bulk
+            // (zero_summary, zero_outcome) and only the others are walked.
             const auto E = static_cast<std::size_t>(etp_level);
             const std::int64_t zero_per_b = weight * modes;
-            const bool summarized = fast_zero && first[E] == RulePlan::kNone && zero_per_b != 0;
+            const bool summarized = fast_zero && zero_per_b != 0;
             const std::vector<std::size_t>* zero_walk = &all_zero_indices;
+            const ZeroSummary* summary = nullptr;
             if (summarized) {
-              const ZeroSummary& summary = zero_summary(ep_index, etp_index);
-              for (const auto& [f, count] : summary.decided) {
+              ZeroSummary& made = zero_summary(ep_index, etp_index);
+              const ZeroOutcome& outcome = zero_outcome(made, first[E]);
+              for (const auto& [f, count] : outcome.decided) {
                 if (f <= row_min[E]) {
                   reject(plan.rules[f].slot, zero_per_b * count * static_cast<std::int64_t>(nb_count));
                 } else {
                   defer_credit(f, zero_per_b * count);
                 }
               }
-              zero_walk = &summary.walk;
+              zero_walk = &outcome.walk;
+              summary = &made;
             }
             for (const std::size_t walk_index : *zero_walk) {
               zero_index = walk_index;
@@ -426,7 +444,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
               s.shard_group = G;
               if (summarized) {
                 const auto Z = static_cast<std::size_t>(zero_level);
-                first[Z] = zero_summary(ep_index, etp_index).first[zero_index];
+                first[Z] = std::min(first[E], summary->first[zero_index]);
                 row[Z] = row[E];
                 row_min[Z] = row_min[E];
                 row_groups[Z] = row_groups[E];
