@@ -164,7 +164,9 @@ struct MemoryScratch {
   ActivationSide side;   // used when there is no memo
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;
-  StaticSide statics;
+  StaticSide statics;  // without a memo context
+  // With one, the (z, G) sides met, direct-mapped by their key (slot_hash.hpp); sized when first used.
+  std::vector<StaticSide> static_slots;
   KindCache kinds;
   std::vector<StageMemory> spare_stages;  // report stages a smaller pp left, storage kept
 };
