@@ -358,19 +358,14 @@ void copy_totals(StageMemory& st, const StageMemory& p) {
   st.tr_layer_at = p.tr_layer_at;
 }
 
-// The key a StaticSide is kept under: `s` without its micro-batch size, micro-batch count, sequence
-// parallelism, CP algorithm and recompute mode. No part of the (z, G) side reads the first four
-// (its per-rank parameters read tp, ep and etp; its communicators tp, cp, dp, z, G, ep, etp and
-// pp) nor the mode; it reads the layout plan's model-state parts, which full recompute splits
-// where a chunk's fully recomputed layers end — except when every layer is (n_rc unset, no
-// per-stage counts), so then all modes share one key.
+// The key a StaticSide is kept under: `s` without its micro-batch size, micro-batch count and
+// recompute mode. No part of the (z, G) side reads the mode; it reads the layout plan's model-state
+// parts, which full recompute splits where a chunk's fully recomputed layers end — except when
+// every layer is (n_rc unset, no per-stage counts), so then all modes share one key.
 Strategy static_key(const Strategy& s, const Run& run) {
   Strategy k = s;
   k.micro_batch = 1;
   k.num_microbatches = 1;
-  k.sp = false;
-  k.cp_algo = CpAlgo::none;
-  k.cp_u = 1;
   const bool every_layer = k.recompute_layers == 0 && run.options.full_layers_per_vstage.empty();
   if (k.recompute != Recompute::full || every_layer) {
     k.recompute = Recompute::none;
@@ -420,9 +415,8 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
 // transients and the totals (§6, §9, §11). `statics` holds the (z, G) side's b-free parts, reused
 // when its key and `context` match (context 0: always recomputed).
 void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, const ActivationSide& side,
-            StaticSide& statics, const Strategy& key, std::uint64_t context, const Model& m, const Run& run,
-            const Device& dev, const Strategy& s, const PipelineLayout& layout, const LayoutPlan& plan,
-            double headroom_bytes) {
+            StaticSide& statics, std::uint64_t context, const Model& m, const Run& run, const Device& dev,
+            const Strategy& s, const PipelineLayout& layout, const LayoutPlan& plan, double headroom_bytes) {
   const bool seed = run.rules == Rules::sapp_nd;
   const RunOptions& o = run.options;
   const double h = static_cast<double>(m.hidden);
@@ -430,6 +424,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   const bool reshard = reshards_after_forward(run, s);
   const bool gather_per_layer = s.zero == 3 && reshard;
   const double x_sp = s.tp > 1 && s.sp ? n_cp * o.beta_a * h : 0;  // Xsp of §9.1
+  const Strategy key = static_key(s, run);
   const bool fresh_statics = context == 0 || statics.context != context || !(statics.key == key);
   report.capacity = dev.capacity;
   report.budget = dev.capacity - headroom_bytes;
@@ -801,22 +796,15 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   const bool counts = stage_detail || seed || grad_clip_adjusts(run) || dualpipev_overlap(s);
   if (context == 0) {
     activation_side(scratch.side, plan, nullptr, 0, m, run, dev, s, counts);
-    finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, static_key(s, run), 0, m, run, dev,
-           s, scratch.layout(), plan, headroom_bytes);
+    finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(),
+           plan, headroom_bytes);
     return;
   }
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
   // A side kept without counts is made again when they are wanted (the same figures, and them).
   if (fresh || (counts && !side.counts)) activation_side(side, plan, &scratch.kinds, context, m, run, dev, s, counts);
-  // The (z, G) side from its slot in the table (a strategy of another sp or CP algorithm under the
-  // same pipeline, experts and ZeRO setting finds it there).
-  const Strategy key = static_key(s, run);
-  if (scratch.static_slots.empty()) scratch.static_slots.resize(kTableSlots);
-  StaticSide& statics = scratch.static_slots[slot_of(std::array<std::int64_t, 11>{
-      key.dp, key.tp, key.pp, key.vpp, static_cast<std::int64_t>(key.schedule), key.cp, key.ep, key.etp, key.zero,
-      key.shard_group, static_cast<std::int64_t>(key.recompute) * 1024 + key.recompute_layers})];
-  finish(report, scratch.spare_stages, stage_detail, side, statics, key, context, m, run, dev, s, scratch.layout(),
+  finish(report, scratch.spare_stages, stage_detail, side, scratch.statics, context, m, run, dev, s, scratch.layout(),
          plan, headroom_bytes);
 }
 

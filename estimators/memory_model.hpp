@@ -164,9 +164,7 @@ struct MemoryScratch {
   ActivationSide side;   // used when there is no memo
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;
-  StaticSide statics;  // without a memo context
-  // With one, the (z, G) sides met, direct-mapped by their key (slot_hash.hpp); sized when first used.
-  std::vector<StaticSide> static_slots;
+  StaticSide statics;
   KindCache kinds;
   std::vector<StageMemory> spare_stages;  // report stages a smaller pp left, storage kept
 };
