@@ -143,12 +143,13 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   // a few groups rather than a pass over every size.
   std::array<const std::size_t*, kLevels> row{};
   std::array<std::size_t, kLevels> row_min{};
-  std::vector<std::vector<std::pair<std::size_t, std::int64_t>>> groups(static_cast<std::size_t>(kLevels));
-  std::array<const std::vector<std::pair<std::size_t, std::int64_t>>*, kLevels> row_groups{};
-  const std::vector<std::pair<std::size_t, std::int64_t>> no_failure{{RulePlan::kNone, static_cast<std::int64_t>(nb_count)}};
+  using Groups = std::vector<std::pair<std::size_t, std::int64_t>>;  // (first failing rule, sizes) runs
+  std::vector<Groups> groups(static_cast<std::size_t>(kLevels));
+  std::array<const Groups*, kLevels> row_groups{};
+  const Groups no_failure{{RulePlan::kNone, static_cast<std::int64_t>(nb_count)}};
   // A decided subtree whose sizes fail different rules: each run of sizes credited to the first
   // failing rule of (this node, that size), consecutive runs of one rule together.
-  auto credit_groups = [&](const std::vector<std::pair<std::size_t, std::int64_t>>& row_groups_here, std::size_t node_first,
+  auto credit_groups = [&](const Groups& row_groups_here, std::size_t node_first,
                            std::int64_t per_b) {
     std::size_t slot = SIZE_MAX;
     std::int64_t n = 0;
@@ -172,6 +173,15 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     if (zero_credit[f] == 0) zero_credited.push_back(f);
     zero_credit[f] += per_b;
   };
+  // A size's first failing rule appended to a row's minimum and run-length groups.
+  auto extend_row = [](Groups& g, std::size_t& min_b, std::size_t f) {
+    min_b = std::min(min_b, f);
+    if (!g.empty() && g.back().first == f) {
+      ++g.back().second;
+    } else {
+      g.emplace_back(f, 1);
+    }
+  };
   // The keyed levels' outcomes (rule_plan.hpp, keyed): per key — the pass; ep; (ep, etp) — the
   // first failing rule among the level's rules that do not read b, and per micro-batch size among
   // those that do, found without a bound when the key is first met. With the parent's bound
@@ -180,10 +190,10 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   struct Keyed {
     std::size_t first = RulePlan::kNone - 1;  // kUnknown
     std::vector<std::size_t> own_b;  // per size; empty until met
-    std::vector<std::pair<std::size_t, std::int64_t>> own_groups;
+    Groups own_groups;
     std::size_t own_min = RulePlan::kNone;
     std::vector<std::size_t> merged;
-    std::vector<std::pair<std::size_t, std::int64_t>> merged_groups;
+    Groups merged_groups;
     std::size_t merged_min = RulePlan::kNone;
     bool has_merged = false;
   };
@@ -211,12 +221,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
             set_b(bi);
             const std::size_t f = first_failing(*this, plan, level, true, s, RulePlan::kNone);
             k->own_b[bi] = f;
-            k->own_min = std::min(k->own_min, f);
-            if (!k->own_groups.empty() && k->own_groups.back().first == f) {
-              ++k->own_groups.back().second;
-            } else {
-              k->own_groups.emplace_back(f, 1);
-            }
+            extend_row(k->own_groups, k->own_min, f);
           }
         }
       }
@@ -254,12 +259,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
         for (std::size_t bi = 0; bi < nb_count; ++bi) {
           const std::size_t f = std::min(parent_row[bi], k->own_b[bi]);
           own[bi] = f;
-          min_b = std::min(min_b, f);
-          if (!g.empty() && g.back().first == f) {
-            ++g.back().second;
-          } else {
-            g.emplace_back(f, 1);
-          }
+          extend_row(g, min_b, f);
         }
         if (keep) {
           k->merged_min = min_b;
@@ -293,12 +293,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
           f = std::min(parent_b, first_failing(*this, plan, level, true, s, bound));
         }
         own[bi] = f;
-        min_b = std::min(min_b, f);
-        if (!g.empty() && g.back().first == f) {
-          ++g.back().second;
-        } else {
-          g.emplace_back(f, 1);
-        }
+        extend_row(g, min_b, f);
       }
       row[L] = own;
       row_min[L] = min_b;
