@@ -4,6 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <cmath>
+#include <mutex>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_reduce.h>
@@ -99,13 +100,46 @@ struct Partial {
   }
 };
 
+// What every task has found so far, for the others' dominance tests: the times of the k fastest
+// fitting strategies recorded and the (memory, time) points none of them dominates. Each fitting
+// strategy is added once, when its time is estimated, so k distinct strategies stand behind the
+// k-th time; a task reads a copy, taken at the start of each triple.
+class SharedBounds {
+ public:
+  explicit SharedBounds(std::size_t k) : k_(k) {}
+  void add(std::int64_t mem, std::int64_t time_ns) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    top_.insert(std::upper_bound(top_.begin(), top_.end(), time_ns), time_ns);
+    if (top_.size() > k_) top_.pop_back();
+    for (const auto& [m, t] : front_) {
+      if (m <= mem && t <= time_ns) return;  // dominated or equal: adds nothing to the tests
+    }
+    front_.erase(std::remove_if(front_.begin(), front_.end(),
+                                [&](const auto& p) { return mem <= p.first && time_ns <= p.second; }),
+                 front_.end());
+    front_.emplace_back(mem, time_ns);
+  }
+  // The k-th fastest time (INT64_MAX until k are known) and the points, into `front`.
+  std::int64_t read(std::vector<std::pair<std::int64_t, std::int64_t>>& front) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    front = front_;
+    return top_.size() == k_ ? top_.back() : INT64_MAX;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::size_t k_;
+  std::vector<std::int64_t> top_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> front_;
+};
+
 // One thread's scoring of the valid strategies a task visits, into its Partial.
 class TaskScorer {
  public:
   TaskScorer(const SearchSpace& space, const SearchOptions& options, double budget, std::uint64_t context,
-             std::atomic<std::int64_t>& fastest, Partial& acc)
+             std::atomic<std::int64_t>& fastest, SharedBounds& shared, Partial& acc)
       : m_(*space.model), run_(*space.run), cluster_(*space.cluster), options_(options), budget_(budget),
-        context_(context), fastest_(fastest), acc_(acc),
+        context_(context), fastest_(fastest), shared_(shared), acc_(acc),
         // A micro-batch run is settled as a whole (settle_run) when only the front and the top-k
         // are wanted; otherwise each strategy in turn.
         settle_runs_(options.prune && !options.best_only && !options.collect_cloud) {}
@@ -119,6 +153,8 @@ class TaskScorer {
       score_in_turn(s);
     }
   }
+  // A triple starts: what the other tasks have found.
+  void read_shared() { shared_bar_ = shared_.read(shared_front_); }
   // A run opens (possibly with an invalid candidate): the pending one is complete.
   void open_run() {
     if (settle_runs_) {
@@ -183,13 +219,19 @@ class TaskScorer {
   // fastest (llround is monotone, so its step time in ns is too), and a front point at most
   // `mem_floor` large is faster than the floor, so it dominates the strategy.
   // `floor` is −1 until needed (the top-k is full), then s's, kept for the next call on s.
+  // The k fastest and the front points may be this task's or any task's (SharedBounds, as read at
+  // the start of the triple): either set holds real fitting strategies.
   bool dominated_fitting(std::int64_t mem_floor, const Strategy& s, std::int64_t& floor) {
-    if (acc_.top.size() != acc_.k) return false;
+    const std::int64_t bar = std::min(acc_.top.size() == acc_.k ? acc_.top.back().time_ns : INT64_MAX, shared_bar_);
+    if (bar == INT64_MAX) return false;
     if (floor < 0) floor = floor_ns(s);
-    if (floor <= acc_.top.back().time_ns) return false;
+    if (floor <= bar) return false;
     return std::any_of(acc_.front.begin(), acc_.front.end(),
-                       [&](const ScoredStrategy& y) { return y.mem <= mem_floor && y.time_ns < floor; });
+                       [&](const ScoredStrategy& y) { return y.mem <= mem_floor && y.time_ns < floor; }) ||
+           std::any_of(shared_front_.begin(), shared_front_.end(),
+                       [&](const auto& y) { return y.first <= mem_floor && y.second < floor; });
   }
+
 
   // A ZeRO setting whose model states and overheads alone overflow: every recompute mode and
   // micro-batch size under it holds the same model states and overheads (neither reads them, and
@@ -210,6 +252,7 @@ class TaskScorer {
     estimate_time(x);
     ++acc_.fitting;
     acc_.add_fitting(x);
+    shared_.add(x.mem, x.time_ns);
   }
 
   // The strategies of one micro-batch run (b ascending, all valid). At fixed gb the peak is
@@ -350,6 +393,9 @@ class TaskScorer {
   const double budget_;
   const std::uint64_t context_;
   std::atomic<std::int64_t>& fastest_;
+  SharedBounds& shared_;
+  std::int64_t shared_bar_ = INT64_MAX;
+  std::vector<std::pair<std::int64_t, std::int64_t>> shared_front_;
   Partial& acc_;
   const bool settle_runs_;
   bool b_run_failed_ = false;
@@ -389,18 +435,20 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   const std::uint64_t context = options.reuse ? ++searches : 0;
   // best_only with k = 1: the fastest fitting step time (ns) any thread has found.
   std::atomic<std::int64_t> fastest{INT64_MAX};
+  SharedBounds shared(options.top_k);
 
   Partial init;
   init.k = options.top_k;
   const Partial total = tbb::parallel_reduce(
       tbb::blocked_range<std::size_t>(0, triples.size(), 1), init,
       [&](const tbb::blocked_range<std::size_t>& range, Partial acc) {
-        TaskScorer scorer(space, options, budget, context, fastest, acc);
+        TaskScorer scorer(space, options, budget, context, fastest, shared, acc);
         for (std::size_t t = range.begin(); t != range.end(); ++t) {
           if (options.stop && options.stop->load()) {
             interrupted = true;
             break;
           }
+          scorer.read_shared();
           space.for_each(triples[t], [&](const Strategy& s, const Position& at) {
             if (at.first) scorer.open_run();
             acc.enumerated += at.weight;
