@@ -59,14 +59,6 @@ std::vector<std::array<std::int64_t, 3>> SearchSpace::triples() const {
   return out;
 }
 
-std::vector<std::int64_t> SearchSpace::micro_batches() const {
-  std::vector<std::int64_t> out;
-  for (std::int64_t b : divisors(run->global_batch)) {
-    if (space_detail::allowed(pins.micro_batch, b)) out.push_back(b);
-  }
-  return out;
-}
-
 std::optional<RuleSlot> SearchSpace::first_failure(const Strategy& s) const {
   const HardRule hard = first_broken_rule(*model, *run, *cluster, s);
   if (hard != HardRule::ok) return RuleSlot{false, hard, Policy::tp_in_node};

@@ -41,7 +41,7 @@ std::string slot_name(std::size_t index);
 // mode 0 holds for the same b in every other mode.
 struct Position {
   bool first;              // the first b visited in a run with everything else fixed
-  std::size_t b_index;     // index into micro_batches()
+  std::size_t b_index;     // index into the micro-batch sizes (TripleDomains::bs)
   std::size_t mode_index;  // 0 for the first recompute mode enumerated
   // How many candidates this one stands for. Above 1 only for a vpp with pp·vpp > L_eff: such a
   // candidate fails H12 unless one of H2–H11 fails first, and none of those reads vpp or the
@@ -75,8 +75,6 @@ struct SearchSpace {
   bool slot_holds(std::size_t slot_index, const Strategy& s) const;
   // Throws std::invalid_argument naming a pinned value outside its free domain.
   void check_pins() const;
-
-  std::vector<std::int64_t> micro_batches() const;  // divisors of gb (ruling 2), within the pins
 };
 
 std::vector<std::int64_t> divisors(std::int64_t n);

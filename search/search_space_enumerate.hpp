@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "search/rule_walk_state.hpp"
+#include "search/triple_domains.hpp"
+
 namespace meshfit {
 
 namespace space_detail {
@@ -21,82 +24,41 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   using space_detail::allowed;
   using space_detail::count_allowed;
   const Model& m = *model;
-  const std::int64_t N = cluster->devices;
-  const std::int64_t tp = triple[0], cp = triple[1], pp = triple[2];
-  const std::int64_t dp = N / (tp * cp * pp);
-  const std::vector<std::int64_t> bs = micro_batches();
-  const std::vector<std::int64_t> stage_divisors = divisors(dp * cp * tp);
-  const std::vector<std::int64_t> dp_divisors = divisors(dp);
-  std::vector<bool> sps = {false};
-  if (tp > 1) sps.push_back(true);
-  std::vector<CpAlgo> algos = {CpAlgo::none};
-  if (cp > 1) algos = {CpAlgo::ring, CpAlgo::ulysses, CpAlgo::hybrid};
-  if (cp > 1 && allowed(pins.cp_algo, CpAlgo::allgather) && !pins.cp_algo.empty()) algos.push_back(CpAlgo::allgather);
-  // Listed-only schedules (H21) join the enumeration when the user lists them.
-  std::vector<Schedule> extra_schedules;
-  for (Schedule sch : {Schedule::gpipe, Schedule::zb_h1, Schedule::dualpipev}) {
-    if (!pins.schedule.empty() && allowed(pins.schedule, sch)) extra_schedules.push_back(sch);
-  }
-  std::vector<std::int64_t> eps = {1}, etps = {1};
-  if (m.is_moe()) eps = etps = stage_divisors;
-  // ZeRO 0 with G = 1, then each stage with every G = cp·j, j | dp, G ≥ 2 (ruling 3).
-  std::vector<std::pair<int, std::int64_t>> zeros;
-  if (allowed(pins.zero, std::int64_t{0})) zeros.emplace_back(0, 1);
-  if (dp * cp > 1) {
-    for (int z = 1; z <= 3; ++z) {
-      if (!allowed(pins.zero, std::int64_t{z})) continue;
-      for (std::int64_t j : dp_divisors) {
-        const std::int64_t G = cp * j;
-        if (G >= 2 && allowed(pins.shard_group, G)) zeros.emplace_back(z, G);
-      }
-    }
-  }
-  std::int64_t modes = 0;
-  for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) modes += allowed(pins.recompute, rc);
-
-  // vpp 1..L with the schedule it implies, then one pass per listed-only schedule (H21). A pass's
-  // weight: 0 when the pins skip it, above 1 for the one vpp that stands for the H12 tail (vpp with
-  // pp·vpp > L_eff, walked once with the weight of all of it; see Position).
-  const std::int64_t vpp_max = pp > 1 ? m.layers : 1;
-  const std::int64_t passes = vpp_max + (pp > 1 ? static_cast<std::int64_t>(extra_schedules.size()) : 0);
-  const std::int64_t slots = m.layers + (run->options.account_embedding ? 1 : 0) + (run->options.account_loss ? 1 : 0);
-  auto default_schedule = [&](std::int64_t vpp) {
-    return pp == 1 ? Schedule::none : (vpp >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b);
+  using space_detail::Groups;
+  using space_detail::kUnknown;
+  using space_detail::Keyed;
+  using space_detail::RuleWalkState;
+  using space_detail::ZeroOutcome;
+  using space_detail::ZeroSummary;
+  // The domains under this triple and the rule walk's state, in storage this thread keeps from
+  // triple to triple (a walk started within another's visit on the same thread, should one ever
+  // be, gets its own).
+  struct Storage {
+    TripleDomains domains;
+    RuleWalkState walk;
   };
-  auto pass_vpp = [&](std::int64_t pass) {
-    return pass <= vpp_max ? pass : extra_schedules[static_cast<std::size_t>(pass - vpp_max - 1)] == Schedule::dualpipev ? 2 : 1;
-  };
-  auto pass_schedule = [&](std::int64_t pass) {
-    return pass <= vpp_max ? default_schedule(pass) : extra_schedules[static_cast<std::size_t>(pass - vpp_max - 1)];
-  };
-  std::int64_t tail_weight = 0, tail_first = 0;
-  if (weighted_tails) {
-    for (std::int64_t v = vpp_max; v >= 1 && pp * v > slots; --v) {
-      if (!allowed(pins.vpp, v) || (pp > 1 && !allowed(pins.schedule, default_schedule(v)))) continue;
-      ++tail_weight;
-      tail_first = v;
-    }
-  }
-  std::vector<std::int64_t> pass_weight(static_cast<std::size_t>(passes + 1), 0);
-  std::int64_t all_passes = 0;
-  for (std::int64_t pass = 1; pass <= passes; ++pass) {
-    std::int64_t w = 1;
-    if (pass <= vpp_max && tail_weight > 0 && pp * pass > slots) w = pass == tail_first ? tail_weight : 0;
-    if (pp > 1 && !allowed(pins.schedule, pass_schedule(pass))) w = 0;
-    if (!allowed(pins.vpp, pass_vpp(pass))) w = 0;
-    pass_weight[static_cast<std::size_t>(pass)] = w;
-    all_passes += w;
-  }
-  const std::int64_t n_zero = static_cast<std::int64_t>(zeros.size());
-  const std::int64_t n_ep = count_allowed(pins.ep, eps), n_etp = count_allowed(pins.etp, etps);
-  const std::int64_t n_algo = count_allowed(pins.cp_algo, algos);
-  const std::int64_t n_sp = static_cast<std::int64_t>(std::count_if(sps.begin(), sps.end(), [&](bool v) { return allowed(pins.sp, v); }));
-  const std::int64_t below_pass = n_ep * n_etp * n_zero * modes;  // candidates per b under one pass
-  bool etp_domain_ok = true;  // H5's expert clause holds for every etp enumerated
-  for (std::int64_t etp : etps) {
-    if (allowed(pins.etp, etp) && m.expert_ffn % etp != 0) etp_domain_ok = false;
-  }
-  const RulePlan& plan = rule_plan_for(*this, etp_domain_ok);
+  thread_local Storage kept;
+  thread_local bool kept_in_use = false;
+  Storage nested;
+  Storage& storage = kept_in_use ? nested : kept;
+  struct InUse {
+    bool& flag;
+    const bool was;
+    ~InUse() { flag = was; }
+  } in_use{kept_in_use, kept_in_use};
+  kept_in_use = true;
+  TripleDomains& d = storage.domains;
+  RuleWalkState& w = storage.walk;
+  d.fill(*this, triple);
+  const std::int64_t tp = d.tp, cp = d.cp, pp = d.pp, dp = d.dp;
+  const std::vector<std::int64_t>& bs = d.bs;
+  const std::vector<std::int64_t>& ms = d.ms;
+  const std::vector<std::int64_t>& eps = d.eps;
+  const std::vector<std::int64_t>& etps = d.etps;
+  const auto& zeros = d.zeros;
+  const std::int64_t modes = d.modes, passes = d.passes, all_passes = d.all_passes;
+  const std::int64_t n_zero = d.n_zero, n_etp = d.n_etp, n_sp = d.n_sp, below_pass = d.below_pass;
+  const RulePlan& plan = rule_plan_for(*this, d.etp_domain_ok);
 
   Strategy s;
   s.tp = tp;
@@ -107,14 +69,9 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   // that do not read b, one per micro-batch size for those that do.
   const std::size_t nb_count = bs.size();
   std::array<std::size_t, kLevels> first{};
-  std::vector<std::size_t> first_b(static_cast<std::size_t>(kLevels) * nb_count, RulePlan::kNone);
-  std::array<std::vector<std::size_t>, kLevels> own_rows;  // a keyed level's row, when not kept
-  constexpr std::size_t kUnknown = RulePlan::kNone - 1;
-  // m per micro-batch size (0 when gb mod dp·b ≠ 0), divided once per triple.
-  std::vector<std::int64_t> ms(nb_count);
-  for (std::size_t bi = 0; bi < nb_count; ++bi) {
-    ms[bi] = run->global_batch % (dp * bs[bi]) == 0 ? run->global_batch / (dp * bs[bi]) : 0;
-  }
+  std::vector<std::size_t>& first_b = w.first_b;
+  first_b.assign(static_cast<std::size_t>(kLevels) * nb_count, RulePlan::kNone);
+  auto& own_rows = w.own_rows;  // a keyed level's row, when not kept
   auto set_b = [&](std::size_t bi) {
     s.micro_batch = bs[bi];
     s.num_microbatches = ms[bi];
@@ -123,7 +80,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   // micro-batch size) is decided and has been credited to its rules instead of being walked.
   // The ZeRO level's rules that read only the triple and (z, G), per ZeRO setting: once here
   // rather than under every (sp, algorithm, pass, ep, etp) (rule_plan.hpp, zero_fixed).
-  std::vector<std::size_t> zero_first(zeros.size(), RulePlan::kNone);
+  std::vector<std::size_t>& zero_first = w.zero_first;
+  zero_first.assign(zeros.size(), RulePlan::kNone);
   for (std::size_t i = 0; i < zeros.size(); ++i) {
     Strategy t = s;
     t.zero = zeros[i].first;
@@ -135,7 +93,8 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   // found at the first (sp, algorithm, pass) that reaches it: kUnknown until then. The first
   // failing rule of a list without a bound, cut at the caller's bound, is the one with it.
   const bool cache_rest = plan.zero_rest_reads_experts_only;
-  std::vector<std::size_t> rest_first(cache_rest ? eps.size() * etps.size() * zeros.size() : 0, kUnknown);
+  std::vector<std::size_t>& rest_first = w.rest_first;
+  rest_first.assign(cache_rest ? eps.size() * etps.size() * zeros.size() : 0, kUnknown);
   std::size_t ep_index = 0, etp_index = 0;
   // Per level, the row of first b-rule failures (one per micro-batch size) in force there: its
   // own when b-rules are evaluated at the level, else its parent's, shared by pointer; with its
@@ -143,10 +102,10 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   // a few groups rather than a pass over every size.
   std::array<const std::size_t*, kLevels> row{};
   std::array<std::size_t, kLevels> row_min{};
-  using Groups = std::vector<std::pair<std::size_t, std::int64_t>>;  // (first failing rule, sizes) runs
-  std::vector<Groups> groups(static_cast<std::size_t>(kLevels));
+  auto& groups = w.groups;
   std::array<const Groups*, kLevels> row_groups{};
-  const Groups no_failure{{RulePlan::kNone, static_cast<std::int64_t>(nb_count)}};
+  Groups& no_failure = w.no_failure;
+  no_failure.assign(1, {RulePlan::kNone, static_cast<std::int64_t>(nb_count)});
   // A decided subtree whose sizes fail different rules: each run of sizes credited to the first
   // failing rule of (this node, that size), consecutive runs of one rule together.
   auto credit_groups = [&](const Groups& row_groups_here, std::size_t node_first,
@@ -164,8 +123,10 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
   const bool defer_zero_credit = plan.at[2 * static_cast<std::size_t>(zero_level) + 1].empty();
   // Per first failing rule (index into plan.rules), the per-b count credited to it, and the
   // rules touched since the last credit_zero.
-  std::vector<std::int64_t> zero_credit(plan.rules.size(), 0);
-  std::vector<std::size_t> zero_credited;
+  std::vector<std::int64_t>& zero_credit = w.zero_credit;
+  zero_credit.assign(plan.rules.size(), 0);
+  std::vector<std::size_t>& zero_credited = w.zero_credited;
+  zero_credited.clear();
   // The ZeRO settings under one etp share its row: their credits are summed per first failing
   // rule and spread over the row's groups once, after the ZeRO loop (credit_zero).
   // Kept inline (GCC otherwise outlines it as the loop grows: a call per ZeRO setting decided).
@@ -182,31 +143,17 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
       g.emplace_back(f, 1);
     }
   };
-  // The keyed levels' outcomes (rule_plan.hpp, keyed): per key — the pass; ep; (ep, etp) — the
-  // first failing rule among the level's rules that do not read b, and per micro-batch size among
-  // those that do, found without a bound when the key is first met. With the parent's bound
-  // applied by min, they are what the level would find under any values of the loops between.
-  // A level whose parent row is the triple's (fixed for the triple) keeps its merged row too.
-  struct Keyed {
-    std::size_t first = RulePlan::kNone - 1;  // kUnknown
-    std::vector<std::size_t> own_b;  // per size; empty until met
-    Groups own_groups;
-    std::size_t own_min = RulePlan::kNone;
-    std::vector<std::size_t> merged;
-    Groups merged_groups;
-    std::size_t merged_min = RulePlan::kNone;
-    bool has_merged = false;
-  };
-  std::array<std::vector<Keyed>, kLevels> keyed;
-  keyed[pass_level].resize(plan.keyed[pass_level] ? static_cast<std::size_t>(passes + 1) : 0);
-  keyed[ep_level].resize(plan.keyed[ep_level] ? eps.size() : 0);
-  keyed[etp_level].resize(plan.keyed[etp_level] ? eps.size() * etps.size() : 0);
+  // The keyed levels' outcomes (rule_plan.hpp, keyed, and Keyed): with the parent's bound applied
+  // by min, they are what the level would find under any values of the loops between.
+  w.use_keyed(pass_level, plan.keyed[pass_level] ? static_cast<std::size_t>(passes + 1) : 0);
+  w.use_keyed(ep_level, plan.keyed[ep_level] ? eps.size() : 0);
+  w.use_keyed(etp_level, plan.keyed[etp_level] ? eps.size() * etps.size() : 0);
   std::size_t pass_index = 0;
   auto keyed_entry = [&](int level) -> Keyed* {
     const auto L = static_cast<std::size_t>(level);
-    if (keyed[L].empty()) return nullptr;
+    if (w.n_keyed[L] == 0) return nullptr;
     const std::size_t key = level == pass_level ? pass_index : level == ep_level ? ep_index : ep_index * etps.size() + etp_index;
-    return &keyed[L][key];
+    return &w.keyed[L][key];
   };
   auto enter = [&](int level, std::int64_t per_b) {
     const auto L = static_cast<std::size_t>(level);
@@ -324,23 +271,15 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
 
   // The ZeRO level inlined (below) when enter would only read tables there.
   const bool fast_zero = cache_rest && defer_zero_credit && prune_subtrees;
-  std::vector<std::size_t> all_zero_indices(zeros.size());
+  std::vector<std::size_t>& all_zero_indices = w.all_zero_indices;
+  all_zero_indices.resize(zeros.size());
   for (std::size_t i = 0; i < zeros.size(); ++i) all_zero_indices[i] = i;
   // Per (ep, etp) of this triple: each ZeRO setting's first failing rule at the ZeRO level (min of
   // its zero_fixed and zero_rest outcomes); and per first failing rule above the level (`above`,
   // kNone when nothing failed), the settings decided there counted per rule and the others, in
   // order, to walk. Made when first needed; an (ep, etp) node meets one or two values of `above`.
-  struct ZeroOutcome {
-    std::size_t above;
-    std::vector<std::pair<std::size_t, std::int64_t>> decided;  // (rule, settings)
-    std::vector<std::size_t> walk;
-  };
-  struct ZeroSummary {
-    bool made = false;
-    std::vector<std::size_t> first;  // per ZeRO setting
-    std::vector<ZeroOutcome> outcomes;
-  };
-  std::vector<ZeroSummary> zero_summaries(fast_zero ? eps.size() * etps.size() : 0);
+  w.use_summaries(fast_zero ? eps.size() * etps.size() : 0);
+  std::vector<ZeroSummary>& zero_summaries = w.zero_summaries;
   auto zero_summary = [&](std::size_t epi, std::size_t etpi) -> ZeroSummary& {
     ZeroSummary& summary = zero_summaries[epi * etps.size() + etpi];
     if (summary.made) return summary;
@@ -356,15 +295,15 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     return summary;
   };
   auto zero_outcome = [&](ZeroSummary& summary, std::size_t above) -> const ZeroOutcome& {
-    for (const ZeroOutcome& o : summary.outcomes) {
-      if (o.above == above) return o;
+    for (std::size_t i = 0; i < summary.n_outcomes; ++i) {
+      if (summary.outcomes[i].above == above) return summary.outcomes[i];
     }
-    ZeroOutcome& o = summary.outcomes.emplace_back();
+    ZeroOutcome& o = RuleWalkState::add_outcome(summary);
     o.above = above;
     for (std::size_t zi = 0; zi < zeros.size(); ++zi) {
       const std::size_t f = std::min(above, summary.first[zi]);
       if (f < plan.deeper[static_cast<std::size_t>(zero_level)]) {
-        auto it = std::find_if(o.decided.begin(), o.decided.end(), [&](const auto& d) { return d.first == f; });
+        auto it = std::find_if(o.decided.begin(), o.decided.end(), [&](const auto& entry) { return entry.first == f; });
         if (it == o.decided.end()) {
           o.decided.emplace_back(f, 1);
         } else {
@@ -377,15 +316,14 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     return o;
   };
   s.ep = s.etp = 1;  // a dense model's throughout; H5's tp clause is read with etp = 1
-  std::vector<std::size_t> walk_b;  // the micro-batch sizes to visit under a ZeRO setting
-  walk_b.reserve(nb_count);
-  const std::int64_t below_sp = n_algo * all_passes * below_pass;
+  std::vector<std::size_t>& walk_b = w.walk_b;  // the micro-batch sizes to visit under a ZeRO setting
+  const std::int64_t below_sp = d.n_algo * all_passes * below_pass;
   if (enter(triple_level, n_sp * below_sp)) return;
-  for (bool sp : sps) {
+  for (bool sp : d.sps) {
     if (!allowed(pins.sp, sp)) continue;
     s.sp = sp;
     if (enter(sp_level, below_sp)) continue;
-    for (CpAlgo algo : algos) {
+    for (CpAlgo algo : d.algos) {
       if (!allowed(pins.cp_algo, algo)) continue;
       s.cp_algo = algo;
       s.cp_u = algo == CpAlgo::ulysses ? cp
@@ -395,11 +333,11 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
                    : 1;
       if (enter(algo_level, all_passes * below_pass)) continue;
       for (std::int64_t pass = 1; pass <= passes; ++pass) {
-        const std::int64_t weight = pass_weight[static_cast<std::size_t>(pass)];
+        const std::int64_t weight = d.pass_weight[static_cast<std::size_t>(pass)];
         if (weight == 0) continue;
         pass_index = static_cast<std::size_t>(pass);
-        s.vpp = pass_vpp(pass);
-        s.schedule = pass_schedule(pass);
+        s.vpp = d.pass_vpp(pass);
+        s.schedule = d.pass_schedule(pass);
         if (enter(pass_level, weight * below_pass)) continue;
         for (ep_index = 0; ep_index < eps.size(); ++ep_index) {
           const std::int64_t ep = eps[ep_index];
