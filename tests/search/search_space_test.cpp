@@ -2,6 +2,8 @@
 // a script that applies exactly the rules), and the search's output invariants.
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include <tbb/global_control.h>
 
 #include "estimator_fixture.hpp"
@@ -127,4 +129,47 @@ TEST_CASE("the rule plan's verdicts on mixture-of-experts spaces (ep and etp loo
     CHECK(plain.valid == pruned.valid);
     CHECK(plain.valid > 0);
   }
+}
+
+TEST_CASE("a triple walked within another triple's visit on the same thread leaves both walks whole") {
+  // The enumeration keeps its domains and rule state per thread, from triple to triple; a walk
+  // started inside another's visit must get storage of its own and leave the outer walk's alone.
+  static const Model model = load_model("llama-3.1-70b");
+  RunFlags f;
+  f.seq = 8192;
+  f.global_batch = 512;
+  const Run run = make_run(f, true);
+  const Cluster cluster = make_cluster("h100-80gb", 64);
+  SearchSpace space;
+  space.model = &model;
+  space.run = &run;
+  space.cluster = &cluster;
+  struct Log {
+    std::vector<std::pair<Strategy, std::size_t>> leaves;  // each visit, with its verdict
+    std::array<std::int64_t, kRuleSlots> rejected{};      // the subtrees credited, per rule
+  };
+  auto same = [](const Log& a, const Log& b) { return a.leaves == b.leaves && a.rejected == b.rejected; };
+  // One visitor type for both walks, so that both are the same instantiation of for_each (each
+  // instantiation has its own per-thread storage).
+  std::function<void(const std::array<std::int64_t, 3>&, Log&, const std::function<void(std::size_t)>&)> walk;
+  walk = [&](const std::array<std::int64_t, 3>& triple, Log& log, const std::function<void(std::size_t)>& inside) {
+    space.for_each(triple, [&](const Strategy& s, const Position& at) {
+      log.leaves.emplace_back(s, at.failed);
+      inside(log.leaves.size());
+    }, [&](std::size_t slot, std::int64_t n) { log.rejected[slot] += n; });
+  };
+  const std::function<void(std::size_t)> nothing = [](std::size_t) {};
+  // Two triples with different domains (pp, and so the passes) and many visits each.
+  const std::array<std::int64_t, 3> outer{2, 1, 4}, inner{8, 1, 2};
+  Log outer_alone, inner_alone;
+  walk(outer, outer_alone, nothing);
+  walk(inner, inner_alone, nothing);
+  REQUIRE(outer_alone.leaves.size() > 100);
+  REQUIRE(inner_alone.leaves.size() > 100);
+  Log outer_log, inner_log;
+  walk(outer, outer_log, [&](std::size_t visits) {
+    if (visits == 50) walk(inner, inner_log, nothing);
+  });
+  CHECK(same(inner_log, inner_alone));
+  CHECK(same(outer_log, outer_alone));
 }
