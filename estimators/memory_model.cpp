@@ -726,6 +726,10 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
 
 }  // namespace
 
+bool peak_rises_with_micro_batch(const Run& run, const Strategy& s) {
+  return !(grad_clip_adjusts(run) && s.recompute == Recompute::full);
+}
+
 const PipelineLayout& MemoryScratch::prepare_layout(const Model& m, const Run& run, const Strategy& s) {
   current = s.recompute == Recompute::full ? 1 : 0;
   if (memo_context != 0 && stored_context != memo_context) forget_stored();

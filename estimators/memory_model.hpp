@@ -175,4 +175,11 @@ void estimate_memory_into(MemoryReport& out, MemoryScratch& scratch, const Model
                           const Cluster& cluster, const Strategy& s, double headroom_bytes = 0,
                           bool stage_detail = true);
 
+// True when, at fixed gb (m = gb/(dp·b)) and every other dimension of `s` fixed, the peak is
+// non-decreasing in b (§15's property check, which search-and-time.md §3.2 prunes with). It fails
+// only under the seed's gradient-clipping special case (§9.9, §17.3 item 10) with fully recomputed
+// layers: such a layer adds fwd + dpc while fwd + dpc > clip and clip + dpc otherwise, so where
+// fwd (∝ b) crosses clip − dpc its contribution drops by dpc as b rises.
+bool peak_rises_with_micro_batch(const Run& run, const Strategy& s);
+
 }  // namespace meshfit

@@ -264,6 +264,11 @@ class TaskScorer {
     const std::size_t n = pending_.size();
     acc_.valid += static_cast<std::int64_t>(n);
     if (in_failed_setting(at(0))) return;
+    if (!peak_rises_with_micro_batch(run_, run_strategy_)) {
+      // The peak may fall as b rises (memory_model.hpp): each size on its own estimate.
+      for (std::size_t i = 0; i < n; ++i) settle_alone(at(i));
+      return;
+    }
     estimates_.resize(n);
     for (ScoredStrategy& e : estimates_) e.mem = 0;  // the "not estimated" mark (below)
     double static_floor = 0;  // the same for the whole run (it reads neither b nor m)
@@ -336,6 +341,25 @@ class TaskScorer {
     }
   }
 
+  // A strategy of a run whose peak is not monotone in b: its own estimate decides it (the same
+  // steps as score_in_turn's, without the b pruning).
+  void settle_alone(const Strategy& s) {
+    if (in_failed_setting(s)) return;
+    bool fits = false;
+    ScoredStrategy x = estimate_memory(s, fits);
+    if (!fits) {
+      acc_.consider_closest(x);
+      note_overflow(s);
+      return;
+    }
+    std::int64_t floor = -1;
+    if (dominated_fitting(x.mem, s, floor)) {
+      ++acc_.fitting;
+      return;
+    }
+    record_fitting(x);
+  }
+
   void remember_end(std::size_t end) {
     const std::size_t mode = static_cast<std::size_t>(run_strategy_.recompute);
     if (after_mode_ != kNoMode) {
@@ -349,7 +373,8 @@ class TaskScorer {
   // One strategy at a time, b rising within a run (the plain search, best-only and the cloud).
   void score_in_turn(const Strategy& s) {
     ++acc_.valid;
-    // Once a b does not fit, no larger b does (memory-model.md §15): counted without estimating.
+    // Once a b does not fit, no larger b does (memory-model.md §15) where the peak rises with b:
+    // counted without estimating.
     if (options_.prune && (b_run_failed_ || in_failed_setting(s))) return;
     if (options_.best_only) {
       // Skipped when even its floor is slower than the k-th fastest found (llround is monotone:
@@ -361,7 +386,7 @@ class TaskScorer {
     bool fits = false;
     ScoredStrategy x = estimate_memory(s, fits);
     if (!fits) {
-      b_run_failed_ = true;
+      b_run_failed_ = peak_rises_with_micro_batch(run_, s);
       acc_.consider_closest(x);
       if (options_.prune) note_overflow(s);
       return;

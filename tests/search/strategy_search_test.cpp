@@ -109,6 +109,31 @@ TEST_CASE("pruning on the micro-batch size and on ZeRO settings whose states ove
   CHECK(saw_empty);
 }
 
+TEST_CASE("pruning changes nothing where the peak may fall as b rises (the seed's gradient-clipping case)") {
+  // §9.9's seed special case, under --rules sapp-nd or grad_clip_model: seed, lets a fully
+  // recomputed layer's contribution drop as b rises (memory_model.hpp), so the micro-batch runs
+  // of full recompute are not bisected there. Before: the first case counted 2 strategies too many
+  // as fitting, the second stopped on "a micro-batch run whose peak falls as b rises".
+  Inputs seed_rules = inputs("qwen3-30b-a3b", 8, 8192, 8, "h100-80gb");
+  RunFlags f;
+  f.seq = 8192;
+  f.global_batch = 8;
+  f.rules = "sapp-nd";
+  seed_rules.run = make_run(f, true);
+  Inputs seed_clip = inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb");
+  seed_clip.run.options.grad_clip_seed = true;
+  for (const Inputs* in : {&seed_rules, &seed_clip}) {
+    CAPTURE(in->model.name);
+    const SearchResult pruned = search(*in, true), plain = search(*in, false);
+    CHECK(pruned.valid == plain.valid);
+    CHECK(pruned.fitting == plain.fitting);
+    CHECK(pruned.histogram == plain.histogram);
+    CHECK(same(pruned.front, plain.front));
+    CHECK(same(pruned.top, plain.top));
+    CHECK(pruned.fitting > 0);
+  }
+}
+
 TEST_CASE("reusing estimator sides across strategies changes no output (dense, MoE, CP, interleaved)") {
   // Every cache the search keeps per thread (activation and compute sides across ZeRO settings,
   // the (z, G) side across modes and sizes, layer kinds across layouts) against fresh estimates.
