@@ -1,9 +1,11 @@
 #include "engine/cli_options.hpp"
 
 #include <algorithm>
+#include <iomanip>
 #include <sstream>
 #include <cstdint>
 
+#include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
 #include "engine/yaml_fields.hpp"
 
@@ -51,12 +53,14 @@ void add_cluster_options(po::options_description& desc, ClusterFlags& flags) {
 std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {
   const std::string& t = flags.devices;
   auto fail = [&]() -> std::vector<std::int64_t> {
-    throw InputError("command line", "--devices", "expected a positive count, a list like 8,16,64 or a range like 8..1024, got '" + t + "'");
+    throw InputError("command line", "--devices",
+                     "expected a positive count up to " + std::to_string(kMaxDevices) +
+                         ", a list like 8,16,64 or a range like 8..1024, got '" + t + "'");
   };
   std::vector<std::int64_t> out;
   if (const auto dots = t.find(".."); dots != std::string::npos) {
     const auto lo = parse_integer(t.substr(0, dots)), hi = parse_integer(t.substr(dots + 2));
-    if (!lo || !hi || *lo < 1 || *hi < *lo) return fail();
+    if (!lo || !hi || *lo < 1 || *hi < *lo || *hi > kMaxDevices) return fail();
     for (std::int64_t n = *lo; n <= *hi; n *= 2) out.push_back(n);
     return out;
   }
@@ -85,7 +89,14 @@ double parse_headroom(const std::string& text, double capacity) {
   if (!v || *v < 0 || (percent && *v >= 100)) {
     throw InputError("command line", "--headroom", "expected a percentage below 100% or a number of GiB >= 0, got '" + text + "'");
   }
-  return percent ? capacity * *v / 100 : *v * 1024.0 * 1024.0 * 1024.0;
+  const double bytes = percent ? capacity * *v / 100 : *v * 1024.0 * 1024.0 * 1024.0;
+  if (bytes >= capacity) {  // no budget left: nothing could ever fit
+    std::ostringstream cap;
+    cap << std::fixed << std::setprecision(2) << capacity / (1024.0 * 1024.0 * 1024.0);
+    throw InputError("command line", "--headroom",
+                     "expected less than the device's " + cap.str() + " GiB capacity, got '" + text + "'");
+  }
+  return bytes;
 }
 
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags) {

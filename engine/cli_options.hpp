@@ -36,7 +36,7 @@ void add_cluster_options(po::options_description& desc, ClusterFlags& flags);
 std::int64_t single_device_count(const ClusterFlags& flags);
 // --devices as counts: "64", "8,16,64", or "A..B" = A, 2A, 4A, … up to B.
 std::vector<std::int64_t> device_counts(const ClusterFlags& flags);
-// "10%" of the capacity, or a number of GiB; throws InputError.
+// "10%" of the capacity, or a number of GiB, below the capacity; throws InputError.
 double parse_headroom(const std::string& text, double capacity);
 // Copies the optional run flags the user gave out of `vm` (program_options has no optional<T>).
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags);

@@ -90,8 +90,9 @@ Device load_device(const std::string& spec) {
 }
 
 Cluster make_cluster(const std::string& device_spec, std::int64_t devices) {
-  if (devices < 1) {
-    throw InputError("--devices: expected a positive integer, got " + std::to_string(devices));
+  if (devices < 1 || devices > kMaxDevices) {
+    throw InputError("--devices: expected a positive integer up to " + std::to_string(kMaxDevices) + ", got " +
+                     std::to_string(devices));
   }
   return Cluster{load_device(device_spec), devices};
 }

@@ -203,7 +203,39 @@ void derive_layers(const Draft& d, const Fields& c, Model& m) {
   }
 }
 
+// Upper bounds on a model's sizes, far beyond every published model (the largest have 126 body
+// layers, hidden size 25,600, 384 routed experts, vocabularies of 256 k) and low enough that
+// every parameter and element count the estimators form in 64-bit integers stays exact (the
+// largest, a model's routed expert weights, under 2^61) and that a search's per-layout tables,
+// which grow faster than the square of the layer count, stay within memory (512 layers: ~0.5 GB).
+void check_bounds(const Draft& d, const Fields& c) {
+  auto at_most = [&](const Sourced<std::int64_t>& v, std::int64_t max, const std::string& what) {
+    if (v.value && *v.value > max) {
+      c.fail(v.field, "expected at most " + std::to_string(max) + " " + what + ", got " + std::to_string(*v.value));
+    }
+  };
+  at_most(d.L, 512, "body layers");
+  at_most(d.h, 131072, "(hidden size)");
+  at_most(d.a, 4096, "query heads");
+  at_most(d.n_kv, 4096, "key/value heads");
+  at_most(d.d_h, 4096, "(head width)");
+  at_most(d.V, 8388608, "vocabulary entries");
+  at_most(d.P_pos, 8388608, "learned positions");
+  at_most(d.f, 1048576, "(dense FFN width)");
+  at_most(d.E, 4096, "routed experts");
+  at_most(d.f_e, 1048576, "(routed expert width)");
+  at_most(d.n_s, 64, "shared experts");
+  at_most(d.f_se, 1048576, "(shared expert width)");
+  at_most(d.n_mtp, 16, "MTP depths");
+  at_most(d.r_q, 131072, "(query latent rank)");
+  at_most(d.r_kv, 131072, "(key/value latent rank)");
+  at_most(d.d_nope, 4096, "(non-rotary head width)");
+  at_most(d.d_rope, 4096, "(rotary head width)");
+  at_most(d.d_v, 4096, "(value head width)");
+}
+
 Model build(const Draft& d, const Fields& c, const std::string& type, const std::string& name) {
+  check_bounds(d, c);
   Model m;
   m.name = name;
   m.model_type = type;

@@ -1,6 +1,7 @@
 #include "engine/search_file.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "engine/cli_options.hpp"
 #include "engine/input_error.hpp"
@@ -130,7 +131,8 @@ SearchFile load_search_file(const std::string& path) {
   if (f.has("headroom")) {
     sf.headroom = *f.optional_string("headroom");
     try {
-      parse_headroom(*sf.headroom, 1.0);  // the form only; the device's capacity comes later
+      // The form only; the device's capacity comes later.
+      parse_headroom(*sf.headroom, std::numeric_limits<double>::infinity());
     } catch (const InputError&) {
       f.fail("headroom", "expected a percentage below 100% (10%) or a number of GiB >= 0, got '" + *sf.headroom + "'");
     }

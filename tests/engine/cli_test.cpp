@@ -75,6 +75,25 @@ TEST_CASE("bad input: message on stderr, nothing on stdout, exit 2") {
   const auto preset = run({"show", "--model", "mixtral"});
   CHECK(preset.code == 2);
   CHECK(preset.err.find("did you mean mixtral-8x7b") != std::string::npos);
+
+  // A headroom of the whole capacity or more leaves no budget (it was a search for nothing, with a
+  // negative budget printed); device counts past 2^24 (2^40 took a search minutes of divisors).
+  const std::vector<std::string> search{"search", "--model", "llama-3.1-8b", "--device", "h100-80gb",
+                                        "--seq", "4096", "--global-batch", "64"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = search;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  const auto headroom = with({"--devices", "8", "--headroom", "80"});
+  CHECK(headroom.code == 2);
+  CHECK(headroom.err.find("field '--headroom': expected less than the device's 79.65 GiB capacity, got '80'") != std::string::npos);
+  const auto devices = with({"--devices", "1099511627776"});
+  CHECK(devices.code == 2);
+  CHECK(devices.err.find("--devices: expected a positive integer up to 16777216, got 1099511627776") != std::string::npos);
+  const auto range = with({"--devices", "1..9223372036854775807"});
+  CHECK(range.code == 2);
+  CHECK(range.err.find("field '--devices': expected a positive count up to 16777216") != std::string::npos);
 }
 
 TEST_CASE("estimate: table, JSON shape of cli.md, exit 1 when it does not fit") {

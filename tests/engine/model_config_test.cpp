@@ -117,6 +117,11 @@ TEST_CASE("bad model input names the file, the field and what was expected") {
   CHECK(unknown.find("deepseek_v3") != std::string::npos);
 
   CHECK(error_of(test::data_path("bad/not-a-map.json")).find("expected a map of fields, got a list") != std::string::npos);
+
+  // Sizes beyond every published model's by far: a clear error, not an exhausted memory (65,537
+  // layers took a search past 24 GiB) or counts past 64-bit integers (2^40 experts).
+  CHECK(error_of(test::data_path("bad/too-many-layers.json")).find("field 'num_hidden_layers': expected at most 512 body layers, got 65537") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/too-many-experts.json")).find("field 'num_local_experts': expected at most 4096 routed experts, got 1099511627776") != std::string::npos);
 }
 
 TEST_CASE("an unknown preset lists the close names") {
