@@ -90,7 +90,7 @@ double parse_headroom(const std::string& text, double capacity) {
     throw InputError("command line", "--headroom", "expected a percentage below 100% or a number of GiB >= 0, got '" + text + "'");
   }
   const double bytes = percent ? capacity * *v / 100 : *v * 1024.0 * 1024.0 * 1024.0;
-  if (bytes >= capacity) {  // no budget left: nothing could ever fit
+  if (!percent && bytes >= capacity) {  // no budget left: nothing could ever fit
     std::ostringstream cap;
     cap << std::fixed << std::setprecision(2) << capacity / (1024.0 * 1024.0 * 1024.0);
     throw InputError("command line", "--headroom",
