@@ -1,7 +1,7 @@
 #include "engine/device_config.hpp"
 
 #include <filesystem>
-#include <limits>
+#include <sstream>
 
 #include "engine/input_error.hpp"
 #include "engine/presets.hpp"
@@ -10,8 +10,6 @@
 namespace meshfit {
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::max();
 
 Device preset_device(const std::string& name, const std::string& source, const std::string& field) {
   const auto preset = find_preset("devices", name);
@@ -36,10 +34,18 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   if (base) d = preset_device(*base, source, "preset");
   d.name = f.optional_string("name").value_or(base ? d.name : std::filesystem::path(source).stem().string());
 
-  // Without a preset to start from, the hardware figures must all be given.
-  auto positive = [&](const char* key, double& out) {
-    if (const auto v = f.optional_number(key, 0, kInf)) {
+  // Without a preset to start from, the hardware figures must all be given. Each lies within
+  // bounds far beyond any device's (an H100: 80 GiB, 989 TFLOP/s, 3.35 TB/s of HBM, 450 GB/s of
+  // NVLink), so that every time and byte count the estimators form stays finite and positive.
+  // A positive figure of at least `lo` (0: any positive) and at most `hi`.
+  auto positive = [&](const char* key, double& out, double lo, double hi) {
+    if (const auto v = f.optional_number(key, 0, hi)) {
       if (*v <= 0) f.fail(key, "expected a positive number, got " + std::to_string(*v));
+      if (*v < lo) {
+        std::ostringstream text;
+        text << "expected at least " << lo << ", got " << *v;
+        f.fail(key, text.str());
+      }
       out = *v;
     } else if (!base) {
       f.fail(key, "missing; expected a positive number (or 'preset:' to start from a bundled device)");
@@ -48,22 +54,24 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   auto bounded = [&](const char* key, double& out, double lo, double hi) {
     if (const auto v = f.optional_number(key, lo, hi)) out = *v;
   };
-  positive("capacity", d.capacity);
-  positive("peak_flops", d.peak_flops);
-  positive("hbm_bandwidth", d.hbm_bandwidth);
-  positive("intra_bandwidth", d.intra_bandwidth);
-  positive("inter_bandwidth", d.inter_bandwidth);
+  constexpr double kPiB = 1125899906842624.0;  // 2^50 bytes: capacity and overheads
+  positive("capacity", d.capacity, 0, kPiB);
+  positive("peak_flops", d.peak_flops, 1e6, 1e18);      // FLOP/s
+  positive("hbm_bandwidth", d.hbm_bandwidth, 1e6, 1e16);  // B/s, as the links'
+  positive("intra_bandwidth", d.intra_bandwidth, 1e6, 1e16);
+  positive("inter_bandwidth", d.inter_bandwidth, 1e6, 1e16);
   if (const auto v = f.optional_int("devices_per_node")) {
+    if (*v > kMaxDevices) f.fail("devices_per_node", "expected at most " + std::to_string(kMaxDevices) + ", got " + std::to_string(*v));
     d.devices_per_node = *v;
   } else if (!base) {
     f.fail("devices_per_node", "missing; expected a positive integer");
   }
   bounded("fragmentation", d.fragmentation, 0, 10);
-  bounded("overhead_context", d.overhead_context, 0, kInf);
-  bounded("overhead_per_communicator", d.overhead_per_communicator, 0, kInf);
-  bounded("overhead_workspaces", d.overhead_workspaces, 0, kInf);
-  bounded("overhead_ep_library", d.overhead_ep_library, 0, kInf);
-  bounded("overhead_fixed", d.overhead_fixed, 0, kInf);
+  bounded("overhead_context", d.overhead_context, 0, kPiB);
+  bounded("overhead_per_communicator", d.overhead_per_communicator, 0, kPiB);
+  bounded("overhead_workspaces", d.overhead_workspaces, 0, kPiB);
+  bounded("overhead_ep_library", d.overhead_ep_library, 0, kPiB);
+  bounded("overhead_fixed", d.overhead_fixed, 0, kPiB);
   bounded("eta_max", d.eta_max, 1e-6, 1);
   bounded("kernel_overhead", d.kernel_overhead, 0, 1);
   bounded("eta_intra", d.eta_intra, 1e-6, 1);

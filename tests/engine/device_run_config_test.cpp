@@ -56,6 +56,11 @@ TEST_CASE("bad device input") {
             .find("field 'capacty': unknown field") != std::string::npos);
   CHECK(error_of([] { load_device(test::data_path("bad/device-negative.yaml")); })
             .find("field 'capacity'") != std::string::npos);
+  // Figures that would make times or bytes overflow (a step of infinite seconds printed as null).
+  CHECK(error_of([] { load_device(test::data_path("bad/device-tiny-flops.yaml")); })
+            .find("field 'peak_flops': expected at least 1e+06, got 1e-300") != std::string::npos);
+  CHECK(error_of([] { load_device(test::data_path("bad/device-huge-overhead.yaml")); })
+            .find("field 'overhead_fixed': expected a number in [0, 1.1259e+15], got '1e308'") != std::string::npos);
   const std::string e = error_of([] { load_device("h100"); });
   CHECK(e.find("unknown device preset 'h100'") != std::string::npos);
   CHECK(e.find("did you mean h100-80gb, h100-96gb") != std::string::npos);
