@@ -103,7 +103,8 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
   if (!entries.IsSequence() || entries.size() == 0) {
     throw InputError(path, "entries", "expected a non-empty list of entries");
   }
-  const YAML::Node defaults = root["defaults"];
+  const YAML::Node defaults = root["defaults"];  // invalid when absent: only IsDefined may be asked
+  const bool has_defaults = defaults.IsDefined() && defaults.IsMap();
   if (defaults.IsDefined() && !defaults.IsNull()) {
     if (!defaults.IsMap()) throw InputError(path, "defaults", "expected a map of entry fields");
     Fields(defaults, path, "defaults").reject_unknown(kEntryKeys);
@@ -129,7 +130,7 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
         const Fields f(node, path, prefix);
         if (const auto n = f.optional_string("name")) e.name = *n;
         model = f.optional_string("model").value_or("");
-        if (model.empty() && defaults.IsMap()) model = Fields(defaults, path, "defaults").optional_string("model").value_or("");
+        if (model.empty() && has_defaults) model = Fields(defaults, path, "defaults").optional_string("model").value_or("");
         if (model.empty()) throw InputError(path, f.path("model"), "missing; expected a model preset, a file or a glob");
       }
       read_fields(node, defaults, path, prefix, base_dir, e);

@@ -177,6 +177,13 @@ TEST_CASE("a bad entry is an error of its own; the others still run") {
   CHECK(has(lines[3], "entries[3].model"));
   std::ofstream(dir / "empty.yaml") << "entries: []\n";
   CHECK(run({"check", (dir / "empty.yaml").string()}).code == 2);
+  // Without a defaults block the same entry error (it was an internal error, exit 3).
+  std::ofstream(dir / "no-defaults.yaml") << "entries:\n"
+                                             "  - {name: no-model, devices: 8, seq: 4096, global_batch: 64}\n";
+  const auto bare = run({"check", (dir / "no-defaults.yaml").string()});
+  CHECK(bare.code == 2);
+  CHECK(bare.out.rfind("ERROR  no-model", 0) == 0);
+  CHECK(has(bare.out, "field 'entries[0].model': missing"));
 }
 
 TEST_CASE("--baseline: a pinned peak that grew beyond --max-growth fails and names the term") {
