@@ -79,12 +79,17 @@ Precision load_precision(const std::string& name, const std::string& source) {
 
 Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) {
   Run run;
+  // Sequence length and batch sizes up to 2^24 (16,777,216): far beyond any training run's, and
+  // low enough that tokens per step (gb·s) and every product of them with a parallel degree stay
+  // within 64-bit integers.
+  constexpr std::int64_t kMax = std::int64_t{1} << 24;
   auto positive = [&](const std::optional<std::int64_t>& v, const char* field, bool required) -> std::int64_t {
     if (!v) {
       if (required) throw InputError(source, field, "missing; expected a positive integer");
       return 0;
     }
     if (*v < 1) throw InputError(source, field, "expected a positive integer, got " + std::to_string(*v));
+    if (*v > kMax) throw InputError(source, field, "expected at most " + std::to_string(kMax) + ", got " + std::to_string(*v));
     return *v;
   };
   run.seq = positive(flags.seq, "--seq", need_batch);

@@ -7,7 +7,7 @@ namespace meshfit {
 
 std::vector<std::int64_t> divisors(std::int64_t n) {
   std::vector<std::int64_t> d;
-  for (std::int64_t i = 1; i * i <= n; ++i) {
+  for (std::int64_t i = 1; i <= n / i; ++i) {  // i² ≤ n without overflow
     if (n % i) continue;
     d.push_back(i);
     if (i != n / i) d.push_back(n / i);

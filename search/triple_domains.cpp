@@ -8,7 +8,7 @@ namespace meshfit {
 
 void divisors_into(std::vector<std::int64_t>& out, std::int64_t n) {
   out.clear();
-  for (std::int64_t i = 1; i * i <= n; ++i) {
+  for (std::int64_t i = 1; i <= n / i; ++i) {  // i² ≤ n without overflow
     if (n % i) continue;
     out.push_back(i);
     if (i != n / i) out.push_back(n / i);

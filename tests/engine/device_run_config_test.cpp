@@ -103,6 +103,11 @@ TEST_CASE("bad run flags") {
   f.seq = 0;
   f.global_batch = 8;
   CHECK(error_of([&] { make_run(f, true); }).find("field '--seq': expected a positive integer, got 0") != std::string::npos);
+  // Past 2^24 tokens or sequences: products with the parallel degrees would leave 64-bit integers.
+  f.seq = 4096;
+  f.global_batch = std::int64_t{1} << 40;
+  CHECK(error_of([&] { make_run(f, true); }).find("field '--global-batch': expected at most 16777216, got 1099511627776") != std::string::npos);
+  f.global_batch = 8;
   f.seq = 4096;
   f.micro_batch = 3;
   CHECK(error_of([&] { make_run(f, true); }).find("expected a divisor of --global-batch 8") != std::string::npos);
