@@ -62,6 +62,23 @@ bool same(const std::vector<ScoredStrategy>& a, const std::vector<ScoredStrategy
   return true;
 }
 
+// The pruned search's output is the plain one's: counts, histogram, front, top-k and, when nothing
+// fits, the closest strategy. True when the closest is reported.
+bool agree(const SearchResult& pruned, const SearchResult& plain) {
+  CHECK(pruned.enumerated == plain.enumerated);
+  CHECK(pruned.valid == plain.valid);
+  CHECK(pruned.fitting == plain.fitting);
+  CHECK(pruned.histogram == plain.histogram);
+  CHECK(same(pruned.front, plain.front));
+  CHECK(same(pruned.top, plain.top));
+  REQUIRE(pruned.closest.has_value() == plain.closest.has_value());
+  if (!pruned.closest) return false;
+  CHECK(pruned.closest->mem == plain.closest->mem);
+  CHECK_FALSE(key_less(pruned.closest->strategy, plain.closest->strategy));
+  CHECK_FALSE(key_less(plain.closest->strategy, pruned.closest->strategy));
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("the Pareto front: non-dominated points, exact ties kept, fastest first (§6.3)") {
@@ -95,20 +112,8 @@ TEST_CASE("pruning on the micro-batch size and on ZeRO settings whose states ove
     CAPTURE(in.model.name);
     CAPTURE(in.cluster.devices);
     const SearchResult pruned = search(in, true), plain = search(in, false);
-    CHECK(pruned.enumerated == plain.enumerated);
-    CHECK(pruned.valid == plain.valid);
-    CHECK(pruned.fitting == plain.fitting);
-    CHECK(pruned.histogram == plain.histogram);
-    CHECK(same(pruned.front, plain.front));
-    CHECK(same(pruned.top, plain.top));
+    if (agree(pruned, plain)) saw_empty = true;
     CHECK(pruned.estimated < plain.estimated);
-    REQUIRE(pruned.closest.has_value() == plain.closest.has_value());
-    if (pruned.closest) {
-      saw_empty = true;
-      CHECK(pruned.closest->mem == plain.closest->mem);
-      CHECK_FALSE(key_less(pruned.closest->strategy, plain.closest->strategy));
-      CHECK_FALSE(key_less(plain.closest->strategy, pruned.closest->strategy));
-    }
   }
   CHECK(saw_empty);
 }
@@ -129,11 +134,7 @@ TEST_CASE("pruning changes nothing where the peak may fall as b rises (the seed'
   for (const Inputs* in : {&seed_rules, &seed_clip}) {
     CAPTURE(in->model.name);
     const SearchResult pruned = search(*in, true), plain = search(*in, false);
-    CHECK(pruned.valid == plain.valid);
-    CHECK(pruned.fitting == plain.fitting);
-    CHECK(pruned.histogram == plain.histogram);
-    CHECK(same(pruned.front, plain.front));
-    CHECK(same(pruned.top, plain.top));
+    agree(pruned, plain);
     CHECK(pruned.fitting > 0);
   }
 }
@@ -165,15 +166,7 @@ TEST_CASE("pruned and plain searches agree on small spaces drawn at random (rule
     CAPTURE(device);
     CAPTURE(f.rules);
     CAPTURE(in.run.options.grad_clip_seed);
-    const SearchResult pruned = search(in, true), plain = search(in, false);
-    CHECK(pruned.enumerated == plain.enumerated);
-    CHECK(pruned.valid == plain.valid);
-    CHECK(pruned.fitting == plain.fitting);
-    CHECK(pruned.histogram == plain.histogram);
-    CHECK(same(pruned.front, plain.front));
-    CHECK(same(pruned.top, plain.top));
-    REQUIRE(pruned.closest.has_value() == plain.closest.has_value());
-    if (pruned.closest) CHECK(pruned.closest->mem == plain.closest->mem);
+    agree(search(in, true), search(in, false));
   }
 }
 
