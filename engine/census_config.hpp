@@ -1,4 +1,4 @@
-// Reads a model file's `activations:` map of measured censuses (shared/spec/memory-model.md §7.1).
+// Reads a model file's `activations:` map of measured censuses (docs/spec/memory-model.md §7.1).
 #pragma once
 
 #include <string>

@@ -1,6 +1,7 @@
 #include "engine/check_baseline.hpp"
 
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/text_format.hpp"
 #include "engine/yaml_fields.hpp"
 
@@ -40,7 +41,7 @@ double parse_max_growth(const std::string& text) {
   std::string t = text;
   if (!t.empty() && t.back() == '%') t.pop_back();
   const auto v = parse_number(t);
-  if (!v || *v < 0) throw InputError("command line", "--max-growth", "expected a percentage >= 0 such as 5%, got '" + text + "'");
+  if (!v || *v < 0) throw InputError("command line", "--max-growth", "expected a percentage >= 0 such as 5%, got " + quoted_text(text));
   return *v / 100;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/presets.hpp"
 #include "engine/yaml_fields.hpp"
 
@@ -144,7 +145,7 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
       const auto files = expand_glob(model, base_dir);
       if (files.empty()) {
         e.model = model;
-        e.error = InputError(path, prefix + ".model", "the pattern '" + model + "' matches no file").what();
+        e.error = InputError(path, prefix + ".model", "the pattern " + quoted_text(model) + " matches no file").what();
         out.push_back(e);
         continue;
       }
@@ -181,7 +182,7 @@ std::vector<CheckEntry> entries_from_files(const std::vector<std::string>& files
     if (matched.empty()) {
       CheckEntry e = shared;
       e.name = e.model = e.file = spec;
-      e.error = "command line: '" + spec + "' matches no file";
+      e.error = "command line: " + quoted_text(spec) + " matches no file";
       out.push_back(e);
       continue;
     }

@@ -1,4 +1,4 @@
-// The `meshfit check` manifest (shared/spec/cli.md, "Check manifest"): entries, each a model (a
+// The `meshfit check` manifest (docs/spec/cli.md, "Check manifest"): entries, each a model (a
 // file, a preset or a glob), a cluster, a run and optionally a pinned strategy and expectations,
 // with `defaults` merged under every entry. An entry that cannot be read is kept with its error,
 // so that one bad entry never hides the others; only an unreadable manifest is fatal.

@@ -1,4 +1,4 @@
-// The `meshfit` command line: subcommand dispatch, exit codes (shared/spec/cli.md).
+// The `meshfit` command line: subcommand dispatch, exit codes (docs/spec/cli.md).
 #pragma once
 
 #include <ostream>

@@ -7,6 +7,7 @@
 
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/yaml_fields.hpp"
 
 namespace meshfit {
@@ -55,7 +56,7 @@ std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {
   auto fail = [&]() -> std::vector<std::int64_t> {
     throw InputError("command line", "--devices",
                      "expected a positive count up to " + std::to_string(kMaxDevices) +
-                         ", a list like 8,16,64 or a range like 8..1024, got '" + t + "'");
+                         ", a list like 8,16,64 or a range like 8..1024, got " + quoted_text(t));
   };
   std::vector<std::int64_t> out;
   if (const auto dots = t.find(".."); dots != std::string::npos) {
@@ -77,7 +78,7 @@ std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {
 
 std::int64_t single_device_count(const ClusterFlags& flags) {
   const auto v = parse_integer(flags.devices);
-  if (!v || *v < 1) throw InputError("command line", "--devices", "expected a positive integer, got '" + flags.devices + "'");
+  if (!v || *v < 1) throw InputError("command line", "--devices", "expected a positive integer, got " + quoted_text(flags.devices));
   return *v;
 }
 
@@ -87,14 +88,14 @@ double parse_headroom(const std::string& text, double capacity) {
   if (percent) t.pop_back();
   const auto v = parse_number(t);
   if (!v || *v < 0 || (percent && *v >= 100)) {
-    throw InputError("command line", "--headroom", "expected a percentage below 100% or a number of GiB >= 0, got '" + text + "'");
+    throw InputError("command line", "--headroom", "expected a percentage below 100% or a number of GiB >= 0, got " + quoted_text(text));
   }
   const double bytes = percent ? capacity * *v / 100 : *v * 1024.0 * 1024.0 * 1024.0;
   if (!percent && bytes >= capacity) {  // no budget left: nothing could ever fit
     std::ostringstream cap;
     cap << std::fixed << std::setprecision(2) << capacity / (1024.0 * 1024.0 * 1024.0);
     throw InputError("command line", "--headroom",
-                     "expected less than the device's " + cap.str() + " GiB capacity, got '" + text + "'");
+                     "expected less than the device's " + cap.str() + " GiB capacity, got " + quoted_text(text));
   }
   return bytes;
 }
@@ -148,7 +149,7 @@ OutputFormat parse_format(const std::string& value, const std::vector<std::strin
   if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw UsageError("--format: expected one of " + list + ", got '" + value + "'");
+    throw UsageError("--format: expected one of " + list + ", got " + quoted_text(value));
   }
   if (value == "json") return OutputFormat::json;
   if (value == "csv") return OutputFormat::csv;

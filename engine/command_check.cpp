@@ -1,4 +1,4 @@
-// `meshfit check`: the CI gate over many models (shared/spec/cli.md, "Check manifest" and exit
+// `meshfit check`: the CI gate over many models (docs/spec/cli.md, "Check manifest" and exit
 // codes). Every entry is checked, in parallel, even when others fail or cannot be read.
 #include <chrono>
 #include <cstdlib>
@@ -33,7 +33,7 @@ int command_check(const std::vector<std::string>& args, std::ostream& out, std::
       "       meshfit check FILES... --device D --devices N --seq S --global-batch B [options]\n\n"
       "Checks every entry: a pinned strategy must fit its budget (and meet max_peak_gib /\n"
       "min_tokens_per_sec_per_device); a free entry must have at least one fitting strategy.\n"
-      "Manifest schema: shared/spec/cli.md. FILES may be globs ('models/*.json').\n\n"
+      "Manifest schema: docs/spec/cli.md. FILES may be globs ('models/*.json').\n\n"
       "Exit codes: 0 every entry passes; 1 at least one entry fails its check;\n"
       "2 at least one entry could not be read or is invalid (or bad usage).\n\n"
       "Options");

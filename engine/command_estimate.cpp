@@ -1,4 +1,4 @@
-// `meshfit estimate`: memory per stage and per term of one strategy (shared/spec/cli.md,
+// `meshfit estimate`: memory per stage and per term of one strategy (docs/spec/cli.md,
 // memory-model.md §13), then the step time and its parts (search-and-time.md §7.10).
 #include <algorithm>
 #include <iostream>

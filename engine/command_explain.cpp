@@ -1,5 +1,5 @@
 // `meshfit explain`: why one strategy does or does not fit, and what single change would make it
-// fit (shared/spec/cli.md, search-and-time.md §6.5).
+// fit (docs/spec/cli.md, search-and-time.md §6.5).
 #include <algorithm>
 #include <cmath>
 

@@ -4,6 +4,7 @@
 #include "engine/commands.hpp"
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/model_config.hpp"
 #include "engine/strategy_inputs.hpp"
 #include "engine/strategy_string.hpp"
@@ -35,7 +36,7 @@ int command_export(const std::vector<std::string>& args, std::ostream& out, std:
   const po::variables_map& vm = *parsed;
   if (!vm.count("to")) throw UsageError("meshfit export: --to is required\nTry 'meshfit export --help'.");
   const auto format = trainer_format_by_name(to);
-  if (!format) throw InputError("command line", "--to", std::string("one of ") + trainer_format_names() + ", got '" + to + "'");
+  if (!format) throw InputError("command line", "--to", std::string("one of ") + trainer_format_names() + ", got " + quoted_text(to));
   const StrategyInputs in = load_strategy_inputs("export", vm, {"model", "device", "devices", "strategy"}, cluster_flags,
                                                  run_flags, strategy_text);
   const Model& model = in.model;

@@ -1,5 +1,5 @@
 // `meshfit search`: every strategy for a cluster, scored in parallel, the Pareto-feasible ones out
-// (shared/spec/cli.md, search-and-time.md §6).
+// (docs/spec/cli.md, search-and-time.md §6).
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include "engine/front_chart_svg.hpp"
 #include "engine/html_report.hpp"
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
 #include "engine/model_config.hpp"
@@ -46,7 +47,7 @@ std::vector<std::int64_t> int_list(const std::string& flag, const std::string& t
   std::string item;
   while (std::getline(in, item, ',')) {
     const auto v = parse_integer(item);
-    if (!v || *v < min) throw InputError("command line", flag, "expected a comma-separated list of integers >= " + std::to_string(min) + ", got '" + text + "'");
+    if (!v || *v < min) throw InputError("command line", flag, "expected a comma-separated list of integers >= " + std::to_string(min) + ", got " + quoted_text(text));
     out.push_back(*v);
   }
   return out;
@@ -63,7 +64,7 @@ std::vector<T> name_list(const std::string& flag, const std::string& text,
     if (it == names.end()) {
       std::string all;
       for (const auto& p : names) all += (all.empty() ? "" : ", ") + p.first;
-      throw InputError("command line", flag, "expected one or more of " + all + ", got '" + item + "'");
+      throw InputError("command line", flag, "expected one or more of " + all + ", got " + quoted_text(item));
     }
     out.push_back(it->second);
   }
@@ -249,7 +250,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       const auto pol = policy_by_name(item.substr(0, eq));
       const std::string state = eq == std::string::npos ? "" : item.substr(eq + 1);
       if (!pol || (state != "on" && state != "off")) {
-        throw InputError("command line", "--policies", "expected name=on|off with names tp_in_node, tpcp_in_node, ep_in_node, powers_of_two, sp_with_tp, even_split, m_ge_pp, kv_heads_divisible, ulysses_kv_divisible, cp_min_tokens, hsdp_candidates, full_recompute_all, megatron_target; got '" + item + "'");
+        throw InputError("command line", "--policies", "expected name=on|off with names tp_in_node, tpcp_in_node, ep_in_node, powers_of_two, sp_with_tp, even_split, m_ge_pp, kv_heads_divisible, ulysses_kv_divisible, cp_min_tokens, hsdp_candidates, full_recompute_all, megatron_target; got " + quoted_text(item));
       }
       space.policies.on[static_cast<std::size_t>(*pol)] = state == "on";
     }
@@ -288,7 +289,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   std::optional<TrainerFormat> export_format;
   if (!export_best.empty()) {
     export_format = trainer_format_by_name(export_best);
-    if (!export_format) throw InputError("command line", "--export-best", std::string("one of ") + trainer_format_names() + ", got '" + export_best + "'");
+    if (!export_format) throw InputError("command line", "--export-best", std::string("one of ") + trainer_format_names() + ", got " + quoted_text(export_best));
   }
   if (counts.size() > 1 && (!plot_file.empty() || !report_file.empty() || export_format)) {
     throw UsageError("meshfit search: --plot, --report and --export-best take a single device count");

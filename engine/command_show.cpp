@@ -1,5 +1,5 @@
 // `meshfit show --model M`: the resolved model, its layer kinds and its parameter count by part
-// (shared/spec/memory-model.md §2.1, §4).
+// (docs/spec/memory-model.md §2.1, §4).
 #include <utility>
 
 #include "engine/cli_options.hpp"

@@ -1,5 +1,5 @@
 // `meshfit validate CASES.yaml`: estimate measured runs and compare like with like
-// (shared/spec/cli.md; memory-model.md §11 "Comparing with measurements").
+// (docs/spec/cli.md; memory-model.md §11 "Comparing with measurements").
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -64,7 +64,7 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   std::string file;
   po::options_description desc(
       "Usage: meshfit validate CASES.yaml [--format table|json]\n\n"
-      "Estimates each measured case (schema: shared/validation/README.md) and compares the estimate\n"
+      "Estimates each measured case (schema: data/validation/README.md) and compares the estimate\n"
       "with the measurement: reserved with reserved (also when the case does not say), allocated\n"
       "with allocated. Prints each case's error and the median absolute error.\nOptions");
   desc.add_options()("cases", po::value(&file), "the case file");

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/presets.hpp"
 #include "engine/yaml_fields.hpp"
 
@@ -14,7 +15,7 @@ namespace {
 Device preset_device(const std::string& name, const std::string& source, const std::string& field) {
   const auto preset = find_preset("devices", name);
   if (!preset) {
-    throw InputError(source, field, "unknown device preset '" + name + "'" +
+    throw InputError(source, field, "unknown device preset " + quoted_text(name) +
                                         suggestion_text(name, preset_names("devices")));
   }
   return device_from_yaml(parse_yaml_text(std::string(preset->content), preset->source), preset->source);
@@ -91,7 +92,7 @@ Device load_device(const std::string& spec) {
   const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".yaml") ||
                                spec.ends_with(".yml") || spec.ends_with(".json");
   if (!std::filesystem::exists(spec, ec) && !looks_like_path) {
-    throw InputError("--device: unknown device preset '" + spec + "'" +
+    throw InputError("--device: unknown device preset " + quoted_text(spec) +
                      suggestion_text(spec, preset_names("devices")) + "; or give a path to a device YAML");
   }
   return device_from_yaml(load_yaml_file(spec), spec);

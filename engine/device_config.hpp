@@ -1,5 +1,5 @@
 // Device input: a bundled preset (data/devices) or a device YAML that may start from a preset
-// (`preset: h100-80gb`) and override any field (shared/spec/devices.md).
+// (`preset: h100-80gb`) and override any field (docs/spec/devices.md).
 #pragma once
 
 #include <string>

@@ -11,8 +11,10 @@
 
 #include "engine/hyperparallel_yaml.hpp"
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/trainer_export.hpp"
+#include "engine/yaml_fields.hpp"
 
 namespace meshfit {
 
@@ -69,105 +71,81 @@ TrainerConfig hyperparallel_yaml(const Model& m, const Run&, const Strategy& s) 
 }
 
 std::string strategy_string_from_train_yaml(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError(path + ": cannot read the file");
-  } catch (const YAML::Exception& e) {
-    throw InputError(path + ": not valid YAML: " + e.what());
+  const Fields root(load_yaml_file(path), path);
+  const auto pc = root.optional_map("parallel_config");
+  if (!pc) {
+    throw InputError(path, "parallel_config", "missing; expected a map (a HyperParallel / MindFormers train YAML, as `meshfit export --to hyperparallel` writes)");
   }
-  if (!root.IsMap() || !root["parallel_config"] || !root["parallel_config"].IsMap()) {
-    throw InputError(path, "parallel_config", "a map (a HyperParallel / MindFormers train YAML, as `meshfit export --to hyperparallel` writes)");
-  }
-  auto integer = [&](const YAML::Node& n, const std::string& field) -> std::int64_t {
-    try {
-      const auto v = n.as<std::int64_t>();
-      if (v < 1) throw InputError(path, field, "a positive integer, got " + std::to_string(v));
-      return v;
-    } catch (const YAML::Exception&) {
-      throw InputError(path, field, "a positive integer");
-    }
-  };
-  auto boolean = [&](const YAML::Node& n, const std::string& field) {
-    try {
-      return n.as<bool>();
-    } catch (const YAML::Exception&) {
-      throw InputError(path, field, "true or false");
-    }
-  };
+  auto positive = [](const Fields& f, const char* field) { return f.optional_int(field, 1); };
   std::vector<std::string> kv;
-  const YAML::Node pc = root["parallel_config"];
   auto take = [&](const char* field, const char* key) {
-    if (pc[field]) kv.push_back(std::string(key) + "=" + std::to_string(integer(pc[field], std::string("parallel_config.") + field)));
+    if (const auto v = positive(*pc, field)) kv.push_back(std::string(key) + "=" + std::to_string(*v));
   };
   take("data_parallel", "dp");
   take("model_parallel", "tp");
   take("context_parallel", "cp");
   take("expert_parallel", "ep");
   // expert_parallel is written for MoE models only, whose experts model_parallel splits.
-  if (pc["expert_parallel"] && pc["model_parallel"]) {
-    kv.push_back("etp=" + std::to_string(integer(pc["model_parallel"], "parallel_config.model_parallel")));
+  if (pc->has("expert_parallel") && pc->has("model_parallel")) {
+    kv.push_back("etp=" + std::to_string(*positive(*pc, "model_parallel")));
   }
   take("pipeline_stage", "pp");
   take("micro_batch_num", "m");
-  if (pc["use_seq_parallel"]) kv.push_back(std::string("sp=") + (boolean(pc["use_seq_parallel"], "parallel_config.use_seq_parallel") ? "true" : "false"));
-  if (pc["context_parallel_algo"]) {
-    const std::string algo = pc["context_parallel_algo"].as<std::string>("");
-    if (algo == "colossalai_cp") kv.push_back("cp_algo=ring");
-    else if (algo == "ulysses_cp") kv.push_back("cp_algo=ulysses");
-    else if (algo == "hybrid_cp") kv.push_back("cp_algo=hybrid");
-    else throw InputError(path, "parallel_config.context_parallel_algo", "colossalai_cp, ulysses_cp or hybrid_cp, got '" + algo + "'");
+  if (const auto sp = pc->optional_bool("use_seq_parallel")) kv.push_back(std::string("sp=") + (*sp ? "true" : "false"));
+  if (const auto algo = pc->optional_string("context_parallel_algo")) {
+    if (*algo == "colossalai_cp") kv.push_back("cp_algo=ring");
+    else if (*algo == "ulysses_cp") kv.push_back("cp_algo=ulysses");
+    else if (*algo == "hybrid_cp") kv.push_back("cp_algo=hybrid");
+    else pc->fail("context_parallel_algo", "expected colossalai_cp, ulysses_cp or hybrid_cp, got " + quoted_text(*algo));
   }
-  if (pc["ulysses_degree_in_cp"]) kv.push_back("cp_u=" + std::to_string(integer(pc["ulysses_degree_in_cp"], "parallel_config.ulysses_degree_in_cp")));
-  const YAML::Node par = root["parallel"];
-  if (par && par["enable_parallel_optimizer"] && boolean(par["enable_parallel_optimizer"], "parallel.enable_parallel_optimizer")) {
+  if (const auto u = positive(*pc, "ulysses_degree_in_cp")) kv.push_back("cp_u=" + std::to_string(*u));
+  if (const auto par = root.optional_map("parallel"); par && par->optional_bool("enable_parallel_optimizer").value_or(false)) {
     int zero = 1;
-    const YAML::Node poc = par["parallel_optimizer_config"];
-    if (poc && poc["optimizer_level"]) {
-      const std::string level = poc["optimizer_level"].as<std::string>("");
-      if (level == "level1") zero = 1;
-      else if (level == "level2") zero = 2;
-      else if (level == "level3") zero = 3;
-      else throw InputError(path, "parallel.parallel_optimizer_config.optimizer_level", "level1, level2 or level3, got '" + level + "'");
+    const auto poc = par->optional_map("parallel_optimizer_config");
+    if (poc) {
+      if (const auto level = poc->optional_string("optimizer_level")) {
+        if (*level == "level1") zero = 1;
+        else if (*level == "level2") zero = 2;
+        else if (*level == "level3") zero = 3;
+        else poc->fail("optimizer_level", "expected level1, level2 or level3, got " + quoted_text(*level));
+      }
     }
     kv.push_back("zero=" + std::to_string(zero));
-    if (poc && poc["optimizer_weight_shard_size"]) {
-      kv.push_back("shard_group=" + std::to_string(integer(poc["optimizer_weight_shard_size"], "parallel.parallel_optimizer_config.optimizer_weight_shard_size")));
+    if (poc) {
+      if (const auto g = positive(*poc, "optimizer_weight_shard_size")) kv.push_back("shard_group=" + std::to_string(*g));
     }
   }
   std::int64_t vpp = 1;
-  if (root["model"] && root["model"]["model_config"] && root["model"]["model_config"]["pp_interleave_num"]) {
-    vpp = integer(root["model"]["model_config"]["pp_interleave_num"], "model.model_config.pp_interleave_num");
-    kv.push_back("vpp=" + std::to_string(vpp));
+  if (const auto model = root.optional_map("model")) {
+    if (const auto mc = model->optional_map("model_config")) {
+      if (const auto v = positive(*mc, "pp_interleave_num")) {
+        vpp = *v;
+        kv.push_back("vpp=" + std::to_string(vpp));
+      }
+    }
   }
-  if (pc["pipeline_stage"] && integer(pc["pipeline_stage"], "parallel_config.pipeline_stage") > 1) {
+  if (positive(*pc, "pipeline_stage").value_or(1) > 1) {
     kv.push_back(std::string("schedule=") + (vpp > 1 ? "interleaved_1f1b" : "1f1b"));
   }
-  if (root["runner_config"] && root["runner_config"]["batch_size"]) {
-    kv.push_back("mbs=" + std::to_string(integer(root["runner_config"]["batch_size"], "runner_config.batch_size")));
+  if (const auto runner = root.optional_map("runner_config")) {
+    if (const auto b = positive(*runner, "batch_size")) kv.push_back("mbs=" + std::to_string(*b));
   }
-  const YAML::Node rc = root["recompute_config"];
-  if (rc) {
-    const YAML::Node full = rc["recompute"];
+  if (const auto rc = root.optional_map("recompute_config")) {
+    // recompute: true / false, or the number of fully recomputed layers.
     bool is_full = false;
-    if (full) {
-      std::int64_t layers = 0;
+    if (rc->has("recompute")) {
+      const YAML::Node full = rc->raw("recompute");
       bool flag = false;
-      if (YAML::convert<bool>::decode(full, flag)) {
+      if (full.IsScalar() && YAML::convert<bool>::decode(full, flag)) {
         is_full = flag;
+        if (is_full) kv.push_back("recompute=full");
       } else {
-        layers = integer(full, "recompute_config.recompute");
+        kv.push_back("recompute=full");
+        kv.push_back("recompute_layers=" + std::to_string(*positive(*rc, "recompute")));
         is_full = true;
       }
-      if (is_full) {
-        kv.push_back("recompute=full");
-        if (layers > 0) kv.push_back("recompute_layers=" + std::to_string(layers));
-      }
     }
-    if (!is_full && rc["select_recompute"] && boolean(rc["select_recompute"], "recompute_config.select_recompute")) {
-      kv.push_back("recompute=selective");
-    }
+    if (!is_full && rc->optional_bool("select_recompute").value_or(false)) kv.push_back("recompute=selective");
   }
   std::string text;
   for (const auto& item : kv) text += (text.empty() ? "" : ",") + item;

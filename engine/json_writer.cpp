@@ -5,9 +5,13 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/utf8_text.hpp"
+
 namespace meshfit {
 
-std::string json_escape(std::string_view s) {
+std::string json_escape(std::string_view raw) {
+  // JSON text is UTF-8 (RFC 8259 §8.1): invalid bytes from an input name become U+FFFD.
+  const std::string s = valid_utf8(raw);
   std::string out;
   out.reserve(s.size() + 2);
   for (unsigned char c : s) {
@@ -18,7 +22,7 @@ std::string json_escape(std::string_view s) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (c < 0x20) {
+        if (c < 0x20 || c == 0x7F) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;

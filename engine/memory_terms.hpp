@@ -1,4 +1,4 @@
-// The named memory terms of a stage as reports show them (shared/spec/memory-model.md §13):
+// The named memory terms of a stage as reports show them (docs/spec/memory-model.md §13):
 // they sum to M_device.
 #pragma once
 

@@ -6,6 +6,7 @@
 
 #include "engine/census_config.hpp"
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/presets.hpp"
 #include "engine/yaml_fields.hpp"
 
@@ -246,7 +247,7 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
   m.vocab = need(d.V, c, d.V.field.empty() ? "vocab_size" : d.V.field, "vocabulary size");
   m.gated = d.gated.value.value_or(true);
   const std::string norm = d.norm.value.value_or("rms");
-  if (norm != "rms" && norm != "ln") c.fail(d.norm.field, "expected 'rms' or 'ln', got '" + norm + "'");
+  if (norm != "rms" && norm != "ln") c.fail(d.norm.field, "expected 'rms' or 'ln', got " + quoted_text(norm));
   m.norm = norm == "rms" ? NormKind::rms : NormKind::layernorm;
   m.qkv_bias = d.qkv_bias.value.value_or(false);
   m.o_bias = d.o_bias.value.value_or(false);
@@ -263,7 +264,7 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
 
   const std::string attention = d.attention.value.value_or("gqa");
   if (attention != "gqa" && attention != "mla") {
-    c.fail(d.attention.field, "expected 'gqa' or 'mla', got '" + attention + "'");
+    c.fail(d.attention.field, "expected 'gqa' or 'mla', got " + quoted_text(attention));
   }
   m.attention = attention == "mla" ? AttentionKind::mla : AttentionKind::gqa;
 
@@ -345,7 +346,7 @@ Model model_from_config(const YAML::Node& doc, const std::string& source, const 
   if (!type.empty() && !known && !has_symbols) {
     std::string list;
     for (const auto& k : kTypes) list += (list.empty() ? "" : ", ") + k;
-    c.fail("model_type", "unknown model type '" + type + "'; known: " + list +
+    c.fail("model_type", "unknown model type " + quoted_text(type) + "; known: " + list +
                              " (or give the dimensions in a 'model:' block)");
   }
   Draft d;
@@ -370,7 +371,7 @@ Model load_model(const std::string& spec) {
   const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".json") ||
                                spec.ends_with(".yaml") || spec.ends_with(".yml");
   if (!fs::exists(path, ec) && !looks_like_path) {
-    throw InputError("--model: unknown model preset '" + spec + "'" +
+    throw InputError("--model: unknown model preset " + quoted_text(spec) +
                      suggestion_text(spec, preset_names("models")) +
                      "; or give a path to a config.json or model YAML");
   }

@@ -1,6 +1,6 @@
 // Model input: a Hugging Face config.json, a meshfit model YAML (the same field names, plus an
 // optional `model:` block of symbols that overrides them), or a bundled preset
-// (shared/spec/memory-model.md §2.1).
+// (docs/spec/memory-model.md §2.1).
 #pragma once
 
 #include <string>

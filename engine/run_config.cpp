@@ -1,6 +1,7 @@
 #include "engine/run_config.hpp"
 
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/presets.hpp"
 #include "engine/run_options_config.hpp"
 #include "engine/yaml_fields.hpp"
@@ -21,7 +22,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const std::stri
   const auto preset = find_preset("frameworks", name);
   if (!preset) {
     throw InputError(source, "--framework", "expected one of " + name_list(preset_names("frameworks")) +
-                                              ", got '" + name + "'");
+                                              ", got " + quoted_text(name));
   }
   const Fields f(parse_yaml_text(std::string(preset->content), preset->source), preset->source);
   FrameworkProfile p;
@@ -62,7 +63,7 @@ Precision load_precision(const std::string& name, const std::string& source) {
   for (const auto& kv : all) names.push_back(kv.first.Scalar());
   const YAML::Node node = all[name];
   if (!node.IsDefined()) {
-    throw InputError(source, "--precision", "expected one of " + name_list(names) + ", got '" + name + "'");
+    throw InputError(source, "--precision", "expected one of " + name_list(names) + ", got " + quoted_text(name));
   }
   const Fields f(node, "preset:precisions.yaml", name);
   Precision p;
@@ -115,11 +116,11 @@ Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) 
   else if (opt == "sgd_momentum" || opt == "sgd") run.optimizer = Optimizer::sgd_momentum;
   else if (opt == "muon") run.optimizer = Optimizer::muon;
   else if (opt == "adafactor") run.optimizer = Optimizer::adafactor;
-  else throw InputError(source, "--optimizer", "expected adamw, sgd_momentum, muon or adafactor, got '" + opt + "'");
+  else throw InputError(source, "--optimizer", "expected adamw, sgd_momentum, muon or adafactor, got " + quoted_text(opt));
 
   if (flags.rules == "default") run.rules = Rules::standard;
   else if (flags.rules == "sapp-nd") run.rules = Rules::sapp_nd;
-  else throw InputError(source, "--rules", "expected default or sapp-nd, got '" + flags.rules + "'");
+  else throw InputError(source, "--rules", "expected default or sapp-nd, got " + quoted_text(flags.rules));
 
   run.flash_attention = !flags.no_flash_attention;
   run.options.account_embedding = run.profile.account_embedding;

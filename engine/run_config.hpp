@@ -1,5 +1,5 @@
 // Run input: batch, precision, optimizer, framework profile and rules, from command-line flags
-// (shared/spec/cli.md "Run flags"; memory-model.md §2.3, §2.6).
+// (docs/spec/cli.md "Run flags"; memory-model.md §2.3, §2.6).
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/yaml_fields.hpp"
 
 namespace meshfit {
@@ -25,7 +26,7 @@ void apply_recompute_switches(const YAML::Node& value, const std::string& source
       o.selective_policy = SelectivePolicy::torchtitan_op_sac;
     } else {
       throw InputError(source, field, "expected megatron_core_attn, hyperparallel, torchtitan_op, mindformers, "
-                                      "mindformers_select_comm or a map of switches, got '" + name + "'");
+                                      "mindformers_select_comm or a map of switches, got " + quoted_text(name));
     }
     return;
   }

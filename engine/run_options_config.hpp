@@ -1,4 +1,4 @@
-// A run-options file (`--run-options FILE.yaml`): the run options of shared/spec/memory-model.md
+// A run-options file (`--run-options FILE.yaml`): the run options of docs/spec/memory-model.md
 // §2.4 and the layout options of §5.1, by their spec names, applied over the framework's defaults.
 #pragma once
 

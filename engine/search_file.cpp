@@ -5,6 +5,7 @@
 
 #include "engine/cli_options.hpp"
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/yaml_fields.hpp"
 
 namespace meshfit {
@@ -42,7 +43,7 @@ std::vector<std::int64_t> ints(const Fields& f, const std::string& key, std::int
   std::vector<std::int64_t> out;
   for (const auto& text : items(f, key)) {
     const auto v = parse_integer(text);
-    if (!v || *v < min) f.fail(key, "expected auto, an integer >= " + std::to_string(min) + " or a list of them; got '" + text + "'");
+    if (!v || *v < min) f.fail(key, "expected auto, an integer >= " + std::to_string(min) + " or a list of them; got " + quoted_text(text));
     out.push_back(*v);
   }
   return out;
@@ -56,7 +57,7 @@ std::vector<T> names(const Fields& f, const std::string& key, const std::vector<
     if (it == allowed.end()) {
       std::string all;
       for (const auto& p : allowed) all += (all.empty() ? "" : ", ") + p.first;
-      f.fail(key, "expected auto, one of " + all + " or a list of them; got '" + text + "'");
+      f.fail(key, "expected auto, one of " + all + " or a list of them; got " + quoted_text(text));
     }
     out.push_back(it->second);
   }
@@ -82,7 +83,7 @@ SearchFile load_search_file(const std::string& path) {
       for (const auto& a : allowed) all += (all.empty() ? "" : ", ") + a;
       throw InputError(path, key, "unknown field; expected one of " + all + " (aliases: zero, schedule, mbs)");
     }
-    if (node[name]) throw InputError(path, key, "given twice (as '" + name + "' and an alias)");
+    if (node[name]) throw InputError(path, key, "given twice (as " + quoted_text(name) + " and an alias)");
     node[name] = kv.second;
   }
   const Fields f(node, path);
@@ -124,7 +125,7 @@ SearchFile load_search_file(const std::string& path) {
       // YAML 1.1 readers see on/off as booleans; yaml-cpp keeps the text, so both spellings work.
       const std::string state = kv.second.IsScalar() ? kv.second.Scalar() : "";
       const bool on = state == "on" || state == "true";
-      if (!on && state != "off" && state != "false") throw InputError(path, "policies." + name, "expected on or off, got '" + state + "'");
+      if (!on && state != "off" && state != "false") throw InputError(path, "policies." + name, "expected on or off, got " + quoted_text(state));
       sf.policies.emplace_back(*policy, on);
     }
   }

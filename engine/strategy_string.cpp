@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/presets.hpp"
 #include "engine/yaml_fields.hpp"
 #include "estimators/strategy_rules.hpp"
@@ -32,9 +33,18 @@ std::string canonical_key(const std::string& key) {
   return key;
 }
 
-std::int64_t positive(const std::map<std::string, std::string>& kv, const std::string& key) {
+// Every degree and count is at most 2^24, as the device count, sequence and batch flags are: a
+// degree can never exceed the devices, and products of a few of them stay within 64-bit integers.
+constexpr std::int64_t kMaxValue = std::int64_t{1} << 24;
+
+// `max` names what bounds the value ("the 64 devices"); kMaxValue when nothing else does.
+std::int64_t positive(const std::map<std::string, std::string>& kv, const std::string& key, std::int64_t max = kMaxValue,
+                      const std::string& what = "") {
   const auto v = parse_integer(kv.at(key));
-  if (!v || *v < 1) throw InputError(kSource, key, "expected a positive integer, got '" + kv.at(key) + "'");
+  if (!v || *v < 1 || *v > max) {
+    throw InputError(kSource, key, "expected a positive integer up to " + (what.empty() ? std::to_string(max) : what) +
+                                       ", got " + quoted_text(kv.at(key)));
+  }
   return *v;
 }
 
@@ -56,7 +66,7 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
     const auto eq = item.find('=');
     if (eq == std::string::npos) {
-      throw InputError(std::string(kSource) + ": expected key=value, got '" + item + "'");
+      throw InputError(std::string(kSource) + ": expected key=value, got " + quoted_text(item));
     }
     std::string key = canonical_key(to_lower(item.substr(0, eq)));
     const std::string value = to_lower(item.substr(eq + 1));
@@ -69,14 +79,18 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
   }
   auto has = [&](const char* k) { return kv.count(k) > 0; };
 
+  // A degree never exceeds the device count (and so no product of degrees overflows).
+  const std::int64_t devices = cluster.devices;
+  const std::string the_devices = "the " + std::to_string(devices) + " devices";
+  auto degree = [&](const char* key) { return positive(kv, key, devices, the_devices); };
   Strategy s;
-  if (has("tp")) s.tp = positive(kv, "tp");
-  if (has("pp")) s.pp = positive(kv, "pp");
-  if (has("cp")) s.cp = positive(kv, "cp");
-  if (has("ep")) s.ep = positive(kv, "ep");
-  if (has("etp")) s.etp = positive(kv, "etp");
+  if (has("tp")) s.tp = degree("tp");
+  if (has("pp")) s.pp = degree("pp");
+  if (has("cp")) s.cp = degree("cp");
+  if (has("ep")) s.ep = degree("ep");
+  if (has("etp")) s.etp = degree("etp");
   if (has("sp")) {
-    if (kv["sp"] != "true" && kv["sp"] != "false") throw InputError(kSource, "sp", "expected true or false, got '" + kv["sp"] + "'");
+    if (kv["sp"] != "true" && kv["sp"] != "false") throw InputError(kSource, "sp", "expected true or false, got " + quoted_text(kv["sp"]));
     s.sp = kv["sp"] == "true";
   }
   if (s.sp && s.tp == 1) {  // H7: canonicalised
@@ -84,9 +98,13 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     s.sp = false;
   }
   // dp: what the device count leaves.
+  if (s.tp * s.cp > devices || s.tp * s.cp * s.pp > devices) {  // each factor <= 2^24: no overflow
+    throw InputError(kSource, "pp", "tp·cp·pp = " + std::to_string(s.tp) + "·" + std::to_string(s.cp) + "·" +
+                                        std::to_string(s.pp) + " exceeds " + the_devices);
+  }
   const std::int64_t grid = s.tp * s.cp * s.pp;
   if (has("dp")) {
-    s.dp = positive(kv, "dp");
+    s.dp = degree("dp");
   } else {
     if (cluster.devices % grid != 0) {
       throw InputError(kSource, "dp", "tp·cp·pp = " + std::to_string(grid) + " does not divide the " +
@@ -107,7 +125,7 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     else if (v == "zb_h1" || v == "zero_bubble") s.schedule = Schedule::zb_h1;
     else if (v == "dualpipev") s.schedule = Schedule::dualpipev;
     else if (v == "none") s.schedule = Schedule::none;
-    else throw InputError(kSource, "pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zb_h1 or dualpipev, got '" + v + "'");
+    else throw InputError(kSource, "pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zb_h1 or dualpipev, got " + quoted_text(v));
   }
   if (has("vpp")) s.vpp = positive(kv, "vpp");
   else if (s.schedule == Schedule::dualpipev) s.vpp = 2;
@@ -122,12 +140,12 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     else if (v == "hybrid") s.cp_algo = CpAlgo::hybrid;
     else if (v == "allgather") s.cp_algo = CpAlgo::allgather;
     else if (v == "none") s.cp_algo = CpAlgo::none;
-    else throw InputError(kSource, "cp_algo", "expected ring, ulysses, hybrid or allgather, got '" + v + "'");
+    else throw InputError(kSource, "cp_algo", "expected ring, ulysses, hybrid or allgather, got " + quoted_text(v));
   } else if (s.cp > 1) {
     s.cp_algo = CpAlgo::ring;
   }
   if (has("cp_u")) {
-    s.cp_u = positive(kv, "cp_u");
+    s.cp_u = degree("cp_u");
   } else if (s.cp_algo == CpAlgo::ulysses) {
     s.cp_u = s.cp;
   } else if (s.cp_algo == CpAlgo::hybrid) {
@@ -136,25 +154,30 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
   // ZeRO.
   if (has("zero_stage")) {
     const auto z = parse_integer(kv["zero_stage"]);
-    if (!z || *z < 0 || *z > 3) throw InputError(kSource, "zero_stage", "expected 0, 1, 2 or 3, got '" + kv["zero_stage"] + "'");
+    if (!z || *z < 0 || *z > 3) throw InputError(kSource, "zero_stage", "expected 0, 1, 2 or 3, got " + quoted_text(kv["zero_stage"]));
     s.zero = static_cast<int>(*z);
   }
-  s.shard_group = has("shard_group") ? positive(kv, "shard_group") : (s.zero >= 1 ? s.dp * s.cp : 1);
+  s.shard_group = has("shard_group") ? degree("shard_group") : (s.zero >= 1 ? s.dp * s.cp : 1);
   // Recompute.
   if (has("recompute")) {
     const std::string v = kv["recompute"];
     if (v == "none") s.recompute = Recompute::none;
     else if (v == "selective") s.recompute = Recompute::selective;
     else if (v == "full") s.recompute = Recompute::full;
-    else throw InputError(kSource, "recompute", "expected none, selective or full, got '" + v + "'");
+    else throw InputError(kSource, "recompute", "expected none, selective or full, got " + quoted_text(v));
   }
   if (has("recompute_layers")) s.recompute_layers = positive(kv, "recompute_layers");
   // Batch.
-  s.micro_batch = has("micro_batch_size") ? positive(kv, "micro_batch_size") : (run.micro_batch > 0 ? run.micro_batch : 1);
+  const std::string the_batch = "the global batch " + std::to_string(run.global_batch);
+  s.micro_batch = has("micro_batch_size") ? positive(kv, "micro_batch_size", run.global_batch, the_batch)
+                                          : (run.micro_batch > 0 ? run.micro_batch : 1);
+  const std::int64_t per_step = s.dp * s.micro_batch;  // <= 2^48
+  if (per_step > run.global_batch) {  // checked before m multiplies it (rule H2: global batch = dp·mbs·m)
+    throw InputError(kSource, "micro_batch_size", "dp·mbs = " + std::to_string(per_step) + " exceeds " + the_batch + " (rule H2)");
+  }
   if (has("num_microbatches")) {
-    s.num_microbatches = positive(kv, "num_microbatches");
+    s.num_microbatches = positive(kv, "num_microbatches", run.global_batch, the_batch);
   } else {
-    const std::int64_t per_step = s.dp * s.micro_batch;
     if (run.global_batch % per_step != 0) {
       throw InputError(kSource, "num_microbatches", "dp·mbs = " + std::to_string(per_step) +
                                                         " does not divide the global batch " +

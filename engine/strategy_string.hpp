@@ -1,4 +1,4 @@
-// The strategy string of shared/spec/cli.md ("dp=8,tp=4,sp=true,...") -> a complete Strategy
+// The strategy string of docs/spec/cli.md ("dp=8,tp=4,sp=true,...") -> a complete Strategy
 // with every omitted value filled as symbols.md §2 says, checked against the hard rules.
 #pragma once
 

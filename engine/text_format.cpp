@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/utf8_text.hpp"
+
 namespace meshfit {
 
 std::string with_commas(std::int64_t v) {
@@ -45,7 +47,9 @@ void TextTable::print(std::ostream& out, const std::string& indent) const {
   }
 }
 
-std::string xml_escape(const std::string& text) {
+std::string xml_escape(const std::string& raw) {
+  // XML's characters are Unicode's (XML 1.0 §2.2): invalid UTF-8 from an input name becomes U+FFFD.
+  const std::string text = valid_utf8(raw);
   std::string out;
   for (const char c : text) {
     switch (c) {

@@ -5,6 +5,7 @@
 
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 #include "engine/model_config.hpp"
 #include "engine/run_config.hpp"
 #include "engine/yaml_fields.hpp"
@@ -65,9 +66,9 @@ Device case_device(const Fields& d, std::vector<std::string>& notes) {
     if (name == "A800-80GB") dev.intra_bandwidth = 200e9;  // NVLink 400 GB/s bidirectional
   } else if (capacity_gib) {
     dev = load_device("h100-80gb");
-    notes.push_back("unknown device '" + name + "': h100-80gb figures with the case's capacity");
+    notes.push_back("unknown device " + quoted_text(name) + ": h100-80gb figures with the case's capacity");
   } else {
-    d.fail("name", "unknown device '" + name + "' and no capacity_gib; expected one of H100-SXM-96GB, "
+    d.fail("name", "unknown device " + quoted_text(name) + " and no capacity_gib; expected one of H100-SXM-96GB, "
                    "H100-96GB, H100-80GB, H200-141GB, B200, A800-80GB, GH200");
   }
   if (capacity_gib) dev.capacity = *capacity_gib * 1024.0 * 1024.0 * 1024.0;
@@ -122,7 +123,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   const Fields top(node, path + ": case #" + std::to_string(index + 1));
   vc.id = top.optional_string("id").value_or("");
   if (vc.id.empty()) top.fail("id", "missing; expected a unique string");
-  const std::string src = path + ": case '" + vc.id + "'";
+  const std::string src = path + ": case " + quoted_text(vc.id);
   const Fields c(node, src);
   for (const char* key : {"framework", "model", "run", "strategy", "recompute", "precision", "features", "device", "measured"}) {
     if (!c.has(key)) c.fail(key, "missing");
@@ -130,7 +131,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   vc.framework = c.optional_string("framework").value_or("");
   const std::vector<std::string> frameworks = {"torchtitan", "megatron", "deepspeed", "other"};
   if (std::find(frameworks.begin(), frameworks.end(), vc.framework) == frameworks.end()) {
-    c.fail("framework", "expected torchtitan, megatron, deepspeed or other, got '" + vc.framework + "'");
+    c.fail("framework", "expected torchtitan, megatron, deepspeed or other, got " + quoted_text(vc.framework));
   }
   auto& notes = vc.defaults_taken;
 
@@ -202,7 +203,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
     else if (sched == "gpipe") st.schedule = Schedule::gpipe;
     else if (sched == "zero_bubble" || sched == "zb_h1") st.schedule = Schedule::zb_h1;
     else if (sched == "dualpipev") st.schedule = Schedule::dualpipev;
-    else s.fail("pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zero_bubble or dualpipev, got '" + sched + "'");
+    else s.fail("pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zero_bubble or dualpipev, got " + quoted_text(sched));
   }
   if (st.cp > 1) {
     const std::string algo = s.optional_string("cp_algo").value_or("ring");
@@ -211,7 +212,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
     else if (algo == "ulysses") { st.cp_algo = CpAlgo::ulysses; st.cp_u = st.cp; }
     else if (algo == "allgather") st.cp_algo = CpAlgo::allgather;
     else if (algo == "hybrid") { st.cp_algo = CpAlgo::hybrid; st.cp_u = hybrid_ulysses_degree(vc.model, st, 8); }
-    else s.fail("cp_algo", "expected ring, ulysses or allgather, got '" + algo + "'");
+    else s.fail("cp_algo", "expected ring, ulysses or allgather, got " + quoted_text(algo));
   }
   const auto zero = s.optional_int("zero_stage", 0);
   if (zero && *zero > 3) s.fail("zero_stage", "expected 0, 1, 2 or 3");
@@ -232,7 +233,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   if (mode == "none") st.recompute = Recompute::none;
   else if (mode == "full") st.recompute = Recompute::full;
   else if (mode == "selective") st.recompute = Recompute::selective;
-  else rc.fail("mode", "expected none, selective or full, got '" + mode + "'");
+  else rc.fail("mode", "expected none, selective or full, got " + quoted_text(mode));
   if (const auto layers = rc.optional_int("layers")) {
     if (st.recompute == Recompute::full) st.recompute_layers = *layers;
   }
@@ -255,7 +256,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
               : metric == "allocated" ? MemoryMetric::allocated
                                       : MemoryMetric::unstated;
   if (!metric.empty() && metric != "reserved" && metric != "allocated") {
-    me.fail("metric", "expected reserved, allocated or null, got '" + metric + "'");
+    me.fail("metric", "expected reserved, allocated or null, got " + quoted_text(metric));
   }
   vc.measured_tokens_per_sec = me.optional_number("tokens_per_sec_per_device", 0, 1e9);
   if (!vc.measured_tokens_per_sec) {

@@ -1,4 +1,4 @@
-// Measured validation cases (shared/validation/README.md): each case read into the inputs the
+// Measured validation cases (data/validation/README.md): each case read into the inputs the
 // estimators take, with the defaults a null field falls back to noted.
 #pragma once
 

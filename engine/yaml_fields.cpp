@@ -1,14 +1,21 @@
 #include "engine/yaml_fields.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <sstream>
+#include <unordered_map>
+
+#include <yaml-cpp/depthguard.h>
 
 #include "engine/input_error.hpp"
+#include "engine/utf8_text.hpp"
 
 namespace meshfit {
 
@@ -20,7 +27,7 @@ std::string describe(const YAML::Node& n) {
     case YAML::NodeType::Map: return "a map";
     case YAML::NodeType::Null: return "null";
     case YAML::NodeType::Undefined: return "nothing";
-    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
+    case YAML::NodeType::Scalar: return quoted_text(n.Scalar());
   }
   return "?";
 }
@@ -30,28 +37,108 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Far above any real input (a config.json is a few KiB, the largest bundled case file 130 KiB):
+// a bigger file is refused before it is parsed, so that a wrong path (a log, a checkpoint, a
+// device node) cannot take minutes and gigabytes.
+constexpr std::int64_t kMaxInputBytes = std::int64_t{8} << 20;
+// No meshfit input nests more than a few levels; yaml-cpp itself stops at 2,000 (DepthGuard).
+constexpr int kMaxDepth = 64;
+// Values walked, aliases counted at every use: bounds a document whose anchors expand
+// exponentially ("billion laughs") or refer to themselves.
+constexpr std::int64_t kMaxValues = std::int64_t{1} << 22;
+
+std::string at_line(const std::string& source, const YAML::Mark& mark) {
+  return mark.is_null() ? source : source + ":" + std::to_string(mark.line + 1);
+}
+
+// The document's shape that every loader relies on, checked once here: map keys are plain
+// values, none given twice in one map (yaml-cpp keeps the first, Hugging Face's json.load the
+// last: the same file would be two models), bounded depth and size.
+void check_structure(const YAML::Node& node, const std::string& source, int depth, std::int64_t& values) {
+  if (++values > kMaxValues) {
+    throw InputError(source + ": more than " + std::to_string(kMaxValues) +
+                     " values (anchors and aliases counted at each use); expected a model, device, run or case file");
+  }
+  if (depth > kMaxDepth) {
+    throw InputError(at_line(source, node.Mark()) + ": nested too deeply (more than " + std::to_string(kMaxDepth) +
+                     " levels of lists and maps)");
+  }
+  if (node.IsSequence()) {
+    for (const auto& item : node) check_structure(item, source, depth + 1, values);
+  } else if (node.IsMap()) {
+    std::unordered_map<std::string, YAML::Mark> seen;
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) {
+        throw InputError(at_line(source, kv.first.Mark()) + ": a key must be a plain value, got " + describe(kv.first) +
+                         " (complex keys, '? [a, b]', are not supported)");
+      }
+      const auto [it, inserted] = seen.emplace(kv.first.Scalar(), kv.first.Mark());
+      if (!inserted) {
+        const auto where = [](const YAML::Mark& m) {
+          return "line " + std::to_string(m.line + 1) + ", column " + std::to_string(m.column + 1);
+        };
+        throw InputError(at_line(source, kv.first.Mark()) + ": field " + quoted_text(kv.first.Scalar()) +
+                         " given twice (at " + where(it->second) + " and " + where(kv.first.Mark()) +
+                         "); expected each field once");
+      }
+      check_structure(kv.second, source, depth + 1, values);
+    }
+  }
+}
+
 }  // namespace
 
 YAML::Node parse_yaml_text(const std::string& text, const std::string& source) {
+  YAML::Node root;
   try {
-    return YAML::Load(text);
+    root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw InputError(at_line(source, e.mark) + ": nested too deeply (more than " + std::to_string(kMaxDepth) +
+                     " levels of lists and maps)");
   } catch (const YAML::Exception& e) {
     std::ostringstream msg;
     msg << source << ":" << (e.mark.line + 1) << ":" << (e.mark.column + 1)
         << ": malformed JSON/YAML: " << e.msg;
     throw InputError(msg.str());
   }
+  std::int64_t values = 0;
+  check_structure(root, source, 0, values);
+  return root;
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path + ": cannot read file: " + std::strerror(errno));
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(path + ": cannot read file: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* what = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a regular file";
+    throw InputError(path + ": cannot read file: it is " + std::string(what) + "; expected a regular YAML or JSON file");
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) throw InputError(path + ": cannot read file");
-  return parse_yaml_text(buf.str(), path);
+  const auto too_large = [&] {
+    ::close(fd);
+    return InputError(path + ": cannot read file: larger than " + std::to_string(kMaxInputBytes >> 20) +
+                      " MiB, the limit for an input file (a config.json is a few KiB)");
+  };
+  if (st.st_size > kMaxInputBytes) throw too_large();
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      throw InputError(path + ": cannot read file: " + why);
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (static_cast<std::int64_t>(text.size()) > kMaxInputBytes) throw too_large();  // it grew while read
+  }
+  ::close(fd);
+  return parse_yaml_text(text, path);
 }
 
 std::optional<std::int64_t> parse_integer(const std::string& text) {
@@ -153,6 +240,11 @@ std::optional<std::string> Fields::optional_string(const std::string& key) const
   const YAML::Node n = node_[key];
   if (!n.IsScalar()) fail(key, "expected a string, got " + describe(n));
   return n.Scalar();
+}
+
+std::optional<Fields> Fields::optional_map(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return Fields(node_[key], source_, path(key));
 }
 
 void Fields::reject_unknown(const std::vector<std::string>& allowed) const {

@@ -35,6 +35,8 @@ class Fields {
   std::optional<double> optional_number(const std::string& key, double min, double max) const;
   std::optional<bool> optional_bool(const std::string& key) const;
   std::optional<std::string> optional_string(const std::string& key) const;
+  // A nested map: nullopt when absent or null, an error when present but not a map.
+  std::optional<Fields> optional_map(const std::string& key) const;
 
   [[noreturn]] void fail(const std::string& key, const std::string& expected) const;
   // Rejects keys outside `allowed` (for meshfit's own formats, where a typo must not pass).

@@ -1,4 +1,4 @@
-// The per-kind activation census (shared/spec/memory-model.md §7.1) and its analytic default
+// The per-kind activation census (docs/spec/memory-model.md §7.1) and its analytic default
 // (§7.4): bytes per token of a CP rank's share at micro-batch size 1, split into the part
 // sequence parallelism shards (`saved`) and the part TP shards (`saved_tp`), by op.
 #pragma once

@@ -1,5 +1,5 @@
 // Transient candidates of the backward pass that do not depend on a single layer's position
-// (shared/spec/memory-model.md §9.3, §9.6, §9.7).
+// (docs/spec/memory-model.md §9.3, §9.6, §9.7).
 #pragma once
 
 #include "estimators/device.hpp"

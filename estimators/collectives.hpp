@@ -1,5 +1,5 @@
 // Alpha-beta costs of collectives over a group laid out in rank order
-// (shared/spec/search-and-time.md §4, §7.4).
+// (docs/spec/search-and-time.md §4, §7.4).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The seed's act_cp_layer (shared/spec/memory-model.md §10): one attention layer's CP terms,
+// The seed's act_cp_layer (docs/spec/memory-model.md §10): one attention layer's CP terms,
 // reported with a strategy that has cp > 1. Informational: it assumes materialised attention with
 // fp32 scores and softmax and is not added to the peak (the census and Tr_cp carry the memory).
 #pragma once

@@ -1,4 +1,4 @@
-// A device preset and the cluster built from it (shared/spec/devices.md §1, symbols.md §6).
+// A device preset and the cluster built from it (docs/spec/devices.md §1, symbols.md §6).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Micro-batches in flight per chunk of a stage, per pipeline schedule, and the activation peak
-// they give (shared/spec/memory-model.md §8).
+// they give (docs/spec/memory-model.md §8).
 #pragma once
 
 #include <cstdint>

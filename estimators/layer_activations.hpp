@@ -1,5 +1,5 @@
 // Bytes one layer keeps per micro-batch and its backward working set, by recompute mode
-// (shared/spec/memory-model.md §7.2, §7.6), and the ends of the model (§7.7).
+// (docs/spec/memory-model.md §7.2, §7.6), and the ends of the model (§7.7).
 #pragma once
 
 #include "estimators/activation_census.hpp"

@@ -1,5 +1,5 @@
 // Forward FLOPs of the ops of one layer for one micro-batch, before sharding
-// (shared/spec/search-and-time.md §7.2). One fused multiply-add = 2 FLOP.
+// (docs/spec/search-and-time.md §7.2). One fused multiply-add = 2 FLOP.
 #pragma once
 
 #include <array>

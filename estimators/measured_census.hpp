@@ -1,4 +1,4 @@
-// A measured activation census (shared/spec/memory-model.md §7.1), as a model YAML's
+// A measured activation census (docs/spec/memory-model.md §7.1), as a model YAML's
 // `activations:` map gives it per layer kind: bytes per token of a CP rank's share at
 // micro-batch size 1. Plain data; engine/model_config reads and validates it.
 #pragma once

@@ -1,4 +1,4 @@
-// The memory model: per-stage peak memory of one strategy (shared/spec/memory-model.md §1).
+// The memory model: per-stage peak memory of one strategy (docs/spec/memory-model.md §1).
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// What the memory model returns: every stage's terms (shared/spec/memory-model.md §13).
+// What the memory model returns: every stage's terms (docs/spec/memory-model.md §13).
 #pragma once
 
 #include <cstdint>

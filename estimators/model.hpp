@@ -1,4 +1,4 @@
-// The resolved model: the dimensions of shared/spec/symbols.md §4, already validated by engine/.
+// The resolved model: the dimensions of docs/spec/symbols.md §4, already validated by engine/.
 // Plain data: the estimators read it, nothing here parses or checks.
 #pragma once
 

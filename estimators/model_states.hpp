@@ -1,5 +1,5 @@
 // Weights, gradients and optimizer state of what a stage holds, sharded by TP, EP/ETP and ZeRO
-// (shared/spec/memory-model.md §3.2, §4.9, §6).
+// (docs/spec/memory-model.md §3.2, §4.9, §6).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Memory outside the allocator (shared/spec/memory-model.md §11): communicators a rank of a
+// Memory outside the allocator (docs/spec/memory-model.md §11): communicators a rank of a
 // stage takes part in, and the device's fixed overheads.
 #pragma once
 

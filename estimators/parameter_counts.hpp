@@ -1,4 +1,4 @@
-// Parameter counts of a layer and of the whole model (shared/spec/memory-model.md §4).
+// Parameter counts of a layer and of the whole model (docs/spec/memory-model.md §4).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Layers over virtual pipeline stages, their (stage, chunk), the ends of the model and the
-// fully recomputed layers (shared/spec/memory-model.md §5, the single source of the layout).
+// fully recomputed layers (docs/spec/memory-model.md §5, the single source of the layout).
 #pragma once
 
 #include <cstdint>

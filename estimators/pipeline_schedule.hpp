@@ -1,5 +1,5 @@
 // The pipeline makespan of a schedule from the stages' per-micro-batch times
-// (shared/spec/search-and-time.md §7.8).
+// (docs/spec/search-and-time.md §7.8).
 #pragma once
 
 #include <vector>

@@ -1,5 +1,5 @@
 // Rank order tp, cp, dp, pp (fastest first) and node membership of a communication group
-// (shared/spec/search-and-time.md §4). Used by the memory model's CP buffer and the time model.
+// (docs/spec/search-and-time.md §4). Used by the memory model's CP buffer and the time model.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The run: batch, precision, optimizer and the framework whose defaults apply
-// (shared/spec/memory-model.md §2.3, §2.4, §2.6; symbols.md §3, §5).
+// (docs/spec/memory-model.md §2.3, §2.4, §2.6; symbols.md §3, §5).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The step-time model: one optimizer step of a strategy, T = T_pipe + T_tail, and its parts
-// (shared/spec/search-and-time.md §7).
+// (docs/spec/search-and-time.md §7).
 #pragma once
 
 #include <array>

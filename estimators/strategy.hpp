@@ -1,4 +1,4 @@
-// One parallel strategy: the JSON strategy object of shared/spec/cli.md with the symbols of
+// One parallel strategy: the JSON strategy object of docs/spec/cli.md with the symbols of
 // symbols.md §2. Plain data; engine/strategy_string parses it, estimators/strategy_rules checks it.
 #pragma once
 

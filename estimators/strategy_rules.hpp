@@ -1,4 +1,4 @@
-// The hard validity rules H1–H23 of shared/spec/search-and-time.md §3.1, and the Ulysses degree
+// The hard validity rules H1–H23 of docs/spec/search-and-time.md §3.1, and the Ulysses degree
 // of hybrid CP (§2.4). The memory model refuses exactly the strategies these rules reject
 // (memory-model.md §14), so every strategy the search counts as valid is priced.
 #pragma once

@@ -1,4 +1,4 @@
-// What the step-time model returns (shared/spec/search-and-time.md §7.10).
+// What the step-time model returns (docs/spec/search-and-time.md §7.10).
 #pragma once
 
 #include <cstdint>

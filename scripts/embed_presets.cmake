@@ -1,7 +1,11 @@
-# Writes a C++ source that holds every file under DATA_DIR as a string, keyed by its path
-# relative to DATA_DIR ("models/llama-3.1-8b.json"). Re-run whenever a data file changes.
+# Writes a C++ source that holds every preset under DATA_DIR (models/, devices/, frameworks/ and
+# precisions.yaml) as a string, keyed by its path relative to DATA_DIR ("models/llama-3.1-8b.json").
+# The measured cases (validation/, cases/) are read from files by `meshfit validate` and the tests,
+# not compiled in. Re-run whenever a data file changes.
 function(meshfit_embed_presets data_dir out_file)
-  file(GLOB_RECURSE files RELATIVE ${data_dir} CONFIGURE_DEPENDS ${data_dir}/*.json ${data_dir}/*.yaml)
+  file(GLOB_RECURSE files RELATIVE ${data_dir} CONFIGURE_DEPENDS
+       ${data_dir}/models/*.json ${data_dir}/models/*.yaml ${data_dir}/devices/*.yaml
+       ${data_dir}/frameworks/*.yaml ${data_dir}/precisions.yaml)
   list(SORT files)
   set(entries "")
   foreach(rel IN LISTS files)

@@ -1,4 +1,4 @@
-// The switchable policies P1–P13 of shared/spec/search-and-time.md §3.2: practice, not necessity.
+// The switchable policies P1–P13 of docs/spec/search-and-time.md §3.2: practice, not necessity.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// The strategy space of shared/spec/search-and-time.md §2: free domains per dimension, user pins
+// The strategy space of docs/spec/search-and-time.md §2: free domains per dimension, user pins
 // (§2.3), the validity rules in table order (hard rules §3.1, then policies §3.2).
 #pragma once
 

@@ -1,4 +1,4 @@
-// `explain` for one strategy (shared/spec/search-and-time.md §6.5): every rule it breaks; else
+// `explain` for one strategy (docs/spec/search-and-time.md §6.5): every rule it breaks; else
 // whether it fits, where it overflows, and the single-dimension changes that make it fit.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The canonical key of a strategy and its order (shared/spec/search-and-time.md §2.6): every
+// The canonical key of a strategy and its order (docs/spec/search-and-time.md §2.6): every
 // ordering and tie-break of the search output uses it, so results do not depend on thread count.
 #pragma once
 

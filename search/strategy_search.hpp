@@ -1,6 +1,6 @@
 // The search: every candidate of the space checked against the rules, the valid ones scored with
 // the memory and step-time models in parallel (oneTBB), the fitting ones reduced to the Pareto
-// front and the top-k (shared/spec/search-and-time.md §6). Memory stays bounded by the front and k.
+// front and the top-k (docs/spec/search-and-time.md §6). Memory stays bounded by the front and k.
 #pragma once
 
 #include <array>

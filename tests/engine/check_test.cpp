@@ -1,4 +1,4 @@
-// `meshfit check`, the CI gate (issue 6; shared/spec/cli.md): the bundled example manifest line
+// `meshfit check`, the CI gate (issue 6; docs/spec/cli.md): the bundled example manifest line
 // by line, exit codes, the JSON and JUnit reports, atomic writes, baselines and annotations.
 #include <doctest/doctest.h>
 

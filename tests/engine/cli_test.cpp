@@ -1,4 +1,4 @@
-// The command line in-process: output, stderr and exit codes (shared/spec/cli.md).
+// The command line in-process: output, stderr and exit codes (docs/spec/cli.md).
 #include <doctest/doctest.h>
 
 #include "test_support.hpp"

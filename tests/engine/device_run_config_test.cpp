@@ -1,4 +1,4 @@
-// Device presets and YAML overrides (shared/spec/devices.md), and run flags with the framework
+// Device presets and YAML overrides (docs/spec/devices.md), and run flags with the framework
 // profiles of memory-model.md §2.6.
 #include <doctest/doctest.h>
 

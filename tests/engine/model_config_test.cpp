@@ -1,4 +1,4 @@
-// Reading models: the family mapping of shared/spec/memory-model.md §2.1.2, the model YAML, and
+// Reading models: the family mapping of docs/spec/memory-model.md §2.1.2, the model YAML, and
 // every bad input of issue 2 with its message.
 #include <doctest/doctest.h>
 

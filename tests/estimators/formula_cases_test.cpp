@@ -1,4 +1,4 @@
-// Every case of shared/cases/formula_cases.yaml (published closed-form examples), computed with
+// Every case of data/cases/formula_cases.yaml (published closed-form examples), computed with
 // meshfit's own estimator functions and compared within the case's tolerance.
 #include <doctest/doctest.h>
 
@@ -154,7 +154,7 @@ const std::map<std::string, std::string> kNotReproduced = {
 }  // namespace
 
 TEST_CASE("formula_cases.yaml: every published closed-form example") {
-  const std::string path = std::string(MESHFIT_SHARED_DIR) + "/cases/formula_cases.yaml";
+  const std::string path = std::string(MESHFIT_DATA_DIR) + "/cases/formula_cases.yaml";
   REQUIRE_MESSAGE(std::filesystem::exists(path), "missing " << path);
   const YAML::Node cases = load_yaml_file(path);
   int checked = 0;

@@ -1,4 +1,4 @@
-// The worked examples of shared/spec/memory-model.md §15 (computed there with python3 from the
+// The worked examples of docs/spec/memory-model.md §15 (computed there with python3 from the
 // formulas, not from this code), to the byte.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// Properties the memory model must satisfy (shared/spec/memory-model.md §15, "Property checks").
+// Properties the memory model must satisfy (docs/spec/memory-model.md §15, "Property checks").
 #include <doctest/doctest.h>
 
 #include <tbb/parallel_for.h>

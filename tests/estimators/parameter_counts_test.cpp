@@ -1,5 +1,5 @@
 // Parameter counts against the published totals and the per-layer values of
-// shared/spec/memory-model.md §4.10 (computed there by hand from §4.2–§4.8).
+// docs/spec/memory-model.md §4.10 (computed there by hand from §4.2–§4.8).
 #include <doctest/doctest.h>
 
 #include "engine/model_config.hpp"

@@ -1,4 +1,4 @@
-// The worked examples E1–E7 of shared/spec/search-and-time.md §9 (computed there with python3
+// The worked examples E1–E7 of docs/spec/search-and-time.md §9 (computed there with python3
 // from the formulas), within the spec's tolerance: relative 5e−4 of the printed value (ruling 10).
 #include <doctest/doctest.h>
 

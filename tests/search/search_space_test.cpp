@@ -1,4 +1,4 @@
-// The strategy space against the counts of shared/spec/search-and-time.md §10 (computed there by
+// The strategy space against the counts of docs/spec/search-and-time.md §10 (computed there by
 // a script that applies exactly the rules), and the search's output invariants.
 #include <doctest/doctest.h>
 
