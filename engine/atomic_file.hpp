@@ -4,10 +4,18 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace meshfit {
 
-// Throws InputError naming `path` when the directory is not writable or the write fails.
+// Throws InputError naming `path` when the directory is not writable or the write fails. A path
+// through symbolic links writes the file they lead to; an existing file keeps its mode; a FIFO or
+// device (not replaceable) is written in place.
 void write_file_atomically(const std::string& path, const std::string& content, const std::string& flag);
+
+// Refuses two reports into one file (--json x --junit x): each pair is (flag, path); empty paths
+// are unset flags. Throws InputError naming the second flag.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 }  // namespace meshfit

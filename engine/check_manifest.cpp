@@ -59,10 +59,17 @@ void read_fields(const YAML::Node& node, const YAML::Node& defaults, const std::
   const Fields own(node, source, prefix);
   own.reject_unknown(kEntryKeys);
   // A field comes from the entry, else from `defaults`; errors name where it was written.
+  e.origin = InputOrigin{source, prefix, {}};
   auto pick = [&](const std::string& key) -> Fields {
-    if (own.has(key) || !defaults.IsDefined() || !defaults.IsMap() || !defaults[key].IsDefined()) return own;
+    if (own.has(key) || !defaults.IsDefined() || !defaults.IsMap() || !defaults[key].IsDefined()) {
+      e.origin.fields[key] = own.path(key);
+      return own;
+    }
+    e.origin.fields[key] = "defaults." + key;
     return Fields(defaults, source, "defaults");
   };
+  e.origin.fields["model"] = own.has("model") ? own.path("model") : "defaults.model";
+  e.origin.fields["strategy"] = own.path("strategy");
   e.device = pick("device").optional_string("device").value_or("");
   if (e.device.empty()) throw InputError(source, own.path("device"), "missing; expected a device preset or a device YAML");
   if (const auto d = pick("device").optional_string("device"); d && path_like(*d) && !fs::path(*d).is_absolute()) {
@@ -97,9 +104,19 @@ void read_fields(const YAML::Node& node, const YAML::Node& defaults, const std::
 
 std::vector<CheckEntry> read_check_manifest(const std::string& path) {
   const YAML::Node root = load_yaml_file(path);
-  if (!root.IsMap() || !root["entries"].IsDefined()) {
-    throw InputError(path, "entries", "missing; a check manifest is a map with an 'entries' list");
+  const std::string expected = "a check manifest is a map with an 'entries' list (and optionally 'defaults')";
+  if (root.IsNull() || !root.IsDefined()) throw InputError(path + ": the manifest is empty; " + expected);
+  if (!root.IsMap()) {
+    throw InputError(path + ":" + std::to_string(root.Mark().line + 1) + ": expected a map; " + expected);
   }
+  for (const auto& kv : root) {
+    const std::string k = kv.first.Scalar();
+    if (k != "entries" && k != "defaults") {
+      throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1), k,
+                       "unknown key" + suggestion_text(k, {"entries", "defaults"}));
+    }
+  }
+  if (!root["entries"].IsDefined()) throw InputError(path, "entries", "missing; " + expected);
   const YAML::Node entries = root["entries"];
   if (!entries.IsSequence() || entries.size() == 0) {
     throw InputError(path, "entries", "expected a non-empty list of entries");
@@ -111,10 +128,6 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
     Fields(defaults, path, "defaults").reject_unknown(kEntryKeys);
     if (defaults["name"].IsDefined()) throw InputError(path, "defaults.name", "a name belongs to one entry");
     if (defaults["strategy"].IsDefined()) throw InputError(path, "defaults.strategy", "a pinned strategy belongs to one entry");
-  }
-  for (const auto& kv : root) {
-    const std::string k = kv.first.Scalar();
-    if (k != "entries" && k != "defaults") throw InputError(path, k, "unknown key; a manifest has 'defaults' and 'entries'");
   }
   const std::string base_dir = fs::path(path).parent_path().string();
   std::vector<CheckEntry> out;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/input_error.hpp"
 #include "engine/run_config.hpp"
 
 namespace meshfit {
@@ -26,6 +27,7 @@ struct CheckEntry {
   std::optional<double> max_peak_gib;
   std::optional<double> min_tokens_per_sec_per_device;
   std::optional<std::string> error;  // why the entry could not be read (status error)
+  InputOrigin origin;                // where its fields were written, for the errors found later
 };
 
 // Reads MANIFEST.yaml. Throws InputError when the file itself is unreadable or not a manifest

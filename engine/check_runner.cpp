@@ -48,7 +48,7 @@ MemoryReport record_memory(const Model& m, const Run& run, const Cluster& c, con
 void check_pinned(const CheckEntry& e, const Model& m, const Run& run, const Cluster& c, double headroom,
                   CheckResult& r) {
   std::vector<std::string> warnings;
-  const Strategy s = parse_strategy(*e.strategy, m, run, c, warnings);
+  const Strategy s = parse_strategy(*e.strategy, m, run, c, warnings, true, e.origin);
   r.strategy = s;
   const MemoryReport mem = record_memory(m, run, c, s, headroom, r);
   const TimeReport t = estimate_step_time(m, run, c, s);
@@ -126,10 +126,10 @@ CheckResult run_check(const CheckEntry& e) {
   r.pinned = e.strategy.has_value();
   try {
     if (e.error) throw InputError(*e.error);
-    const Model m = load_model(e.model);
-    const Cluster c = make_cluster(e.device, e.devices);
-    const Run run = make_run(e.run, true, e.file.empty() ? "command line" : e.file);
-    const double headroom = parse_headroom(e.headroom, c.device.capacity);
+    const Model m = load_model(e.model, e.origin);
+    const Cluster c = make_cluster(e.device, e.devices, e.origin);
+    const Run run = make_run(e.run, true, e.origin);
+    const double headroom = parse_headroom(e.headroom, c.device.capacity, e.origin);
     r.budget_gib = (c.device.capacity - headroom) / kGiB;
     if (e.strategy) {
       check_pinned(e, m, run, c, headroom, r);

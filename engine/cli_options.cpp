@@ -82,22 +82,29 @@ std::int64_t single_device_count(const ClusterFlags& flags) {
   return *v;
 }
 
-double parse_headroom(const std::string& text, double capacity) {
+double parse_headroom(const std::string& text, double capacity, const InputOrigin& origin) {
   std::string t = text;
   const bool percent = !t.empty() && t.back() == '%';
   if (percent) t.pop_back();
   const auto v = parse_number(t);
   if (!v || *v < 0 || (percent && *v >= 100)) {
-    throw InputError("command line", "--headroom", "expected a percentage below 100% or a number of GiB >= 0, got " + quoted_text(text));
+    throw InputError(origin.source, origin.field("--headroom"), "expected a percentage below 100% or a number of GiB >= 0, got " + quoted_text(text));
   }
   const double bytes = percent ? capacity * *v / 100 : *v * 1024.0 * 1024.0 * 1024.0;
   if (!percent && bytes >= capacity) {  // no budget left: nothing could ever fit
     std::ostringstream cap;
     cap << std::fixed << std::setprecision(2) << capacity / (1024.0 * 1024.0 * 1024.0);
-    throw InputError("command line", "--headroom",
+    throw InputError(origin.source, origin.field("--headroom"),
                      "expected less than the device's " + cap.str() + " GiB capacity, got " + quoted_text(text));
   }
   return bytes;
+}
+
+void check_flag_range(const std::string& flag, double value, double lo, double hi) {
+  if (value >= lo && value <= hi) return;  // false for NaN
+  std::ostringstream msg;
+  msg << "expected a number from " << lo << " to " << hi << ", got " << value;
+  throw InputError("command line", flag, msg.str());
 }
 
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags) {

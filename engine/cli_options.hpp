@@ -8,6 +8,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "engine/input_error.hpp"
 #include "engine/run_config.hpp"
 
 namespace meshfit {
@@ -37,7 +38,12 @@ std::int64_t single_device_count(const ClusterFlags& flags);
 // --devices as counts: "64", "8,16,64", or "A..B" = A, 2A, 4A, … up to B.
 std::vector<std::int64_t> device_counts(const ClusterFlags& flags);
 // "10%" of the capacity, or a number of GiB, below the capacity; throws InputError.
-double parse_headroom(const std::string& text, double capacity);
+double parse_headroom(const std::string& text, double capacity, const InputOrigin& origin = {});
+// A numeric flag's value within [lo, hi] (NaN refused): throws InputError naming the flag and the
+// range otherwise. Every numeric flag goes through it.
+void check_flag_range(const std::string& flag, double value, double lo, double hi);
+inline constexpr std::int64_t kMaxThreads = 1024;
+inline constexpr std::int64_t kMaxTop = 10000;
 // Copies the optional run flags the user gave out of `vm` (program_options has no optional<T>).
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags);
 

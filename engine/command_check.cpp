@@ -27,7 +27,7 @@ int command_check(const std::vector<std::string>& args, std::ostream& out, std::
   std::vector<std::string> inputs;
   std::string strategy, junit, json, baseline, max_growth = "5%";
   double max_peak_gib = 0, min_tokens = 0;
-  int threads = 0;
+  std::int64_t threads = 0;
   po::options_description desc(
       "Usage: meshfit check MANIFEST.yaml [options]\n"
       "       meshfit check FILES... --device D --devices N --seq S --global-batch B [options]\n\n"
@@ -59,12 +59,20 @@ int command_check(const std::vector<std::string>& args, std::ostream& out, std::
   const OutputFormat format = parse_format(common.format, {"table", "json"});
   if (inputs.empty()) throw UsageError("meshfit check: give a manifest or model files\nTry 'meshfit check --help'.");
   const double growth = parse_max_growth(max_growth);
+  check_distinct_outputs({{"--json", json}, {"--junit", junit}});
   std::optional<tbb::global_control> limit;
-  if (threads < 0) throw InputError("command line", "--threads", "expected a count >= 0");
+  check_flag_range("--threads", static_cast<double>(threads), 0, kMaxThreads);
+  if (vm.count("max-peak-gib")) check_flag_range("--max-peak-gib", max_peak_gib, 0, 1 << 20);
+  if (vm.count("min-tokens-per-sec")) check_flag_range("--min-tokens-per-sec", min_tokens, 0, 1e12);
   if (threads > 0) limit.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
 
   std::vector<CheckEntry> entries;
-  if (inputs.size() == 1 && looks_like_manifest(inputs[0])) {
+  // One YAML file without the FILES-mode cluster flags is a manifest, even one that does not
+  // parse or lacks 'entries' (a typo): its error is then reported as the manifest's.
+  const bool manifest = inputs.size() == 1 && (looks_like_manifest(inputs[0]) ||
+                                               ((inputs[0].ends_with(".yaml") || inputs[0].ends_with(".yml")) &&
+                                                !vm.count("device") && !vm.count("devices")));
+  if (manifest) {
     for (const char* flag : {"model", "device", "devices", "strategy", "seq", "global-batch", "max-peak-gib",
                              "min-tokens-per-sec"}) {
       if (vm.count(flag)) {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
@@ -20,6 +19,7 @@
 #include "engine/front_chart_svg.hpp"
 #include "engine/html_report.hpp"
 #include "engine/input_error.hpp"
+#include "engine/interrupt.hpp"
 #include "engine/utf8_text.hpp"
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
@@ -36,9 +36,6 @@
 namespace meshfit {
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-extern "C" void on_interrupt(int) { g_stop = true; }
 
 // "8", "1,2,4": a list of positive integers for a pinned dimension.
 std::vector<std::int64_t> int_list(const std::string& flag, const std::string& text, std::int64_t min = 1) {
@@ -99,6 +96,8 @@ void write_json(const SearchResult& r, std::ostream& out) {
 }
 
 void write_csv(const SearchResult& r, std::ostream& out) {
+  // A comment line before the header, so that no reader takes a partial result for a whole one.
+  if (r.interrupted) out << "# INTERRUPTED: the rows below cover only the part of the space searched\n";
   out << "set,strategy,peak_memory_gib,peak_stage,step_time_s,tokens_per_sec_per_device,mfu\n";
   auto row = [&](const char* set, const ScoredStrategy& x) {
     out << set << ",\"" << strategy_to_string(x.strategy) << "\"," << fixed(x.peak_bytes / kGiB, 4) << ','
@@ -121,7 +120,7 @@ void write_records(const std::vector<ScoredStrategy>& xs, bool flag_dominated, s
 }
 
 void write_table(const Model& m, const Cluster& c, const Run& run, const SearchResult& r, std::ostream& out) {
-  out << "search " << m.name << " on " << c.devices << " x " << c.device.name << ", seq " << run.seq
+  out << "search " << printable(m.name) << " on " << c.devices << " x " << printable(c.device.name) << ", seq " << run.seq
       << ", global batch " << run.global_batch << "; budget " << fixed(r.budget / kGiB, 2) << " GiB per device\n";
   if (r.interrupted) out << "INTERRUPTED: the results below cover only the part of the space searched\n";
   out << "\nPareto front (" << r.front.size() << "), fastest first:\n";
@@ -148,8 +147,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   RunFlags run_flags;
   std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, policies;
   std::string plot_file, report_file, export_best, export_out, search_file;
-  std::size_t top = 10;
-  int threads = 0;
+  std::int64_t top = 10, threads = 0;
   bool no_prune = false, dedupe_ties = false;
   po::options_description desc(
       "Usage: meshfit search --model M --device D --devices N --seq S --global-batch B [pins] [options]\n\n"
@@ -174,8 +172,8 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       ("policies", po::value(&policies), "switch policies: tp_in_node=off,even_split=on,...")
       ("search-file", po::value(&search_file), "YAML of pins (auto, a value or a list per dimension), policies, "
                                                "headroom, top and run_options; flags given here win")
-      ("top", po::value(&top)->default_value(10), "how many of the fastest fitting strategies to list")
-      ("threads", po::value(&threads)->default_value(0), "worker threads (default: all cores)")
+      ("top", po::value(&top)->default_value(10), "how many of the fastest fitting strategies to list (1 to 10,000)")
+      ("threads", po::value(&threads)->default_value(0), "worker threads (default 0: all cores; at most 1,024)")
       ("no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)")
       ("dedupe-ties", po::bool_switch(&dedupe_ties), "keep one strategy (the first by key) per exact tie on the front")
       ("plot", po::value(&plot_file), "write an SVG chart of the search: fitting strategies, the front, the budget")
@@ -190,6 +188,8 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const OutputFormat format = parse_format(common.format, {"table", "json", "csv"});
+  check_flag_range("--top", static_cast<double>(top), 1, kMaxTop);
+  check_flag_range("--threads", static_cast<double>(threads), 0, kMaxThreads);
   for (const char* required : {"model", "device", "devices"}) {
     if (!vm.count(required)) throw UsageError(std::string("meshfit search: --") + required + " is required\nTry 'meshfit search --help'.");
   }
@@ -215,7 +215,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
     p = file->pins;
     for (const auto& [policy, on] : file->policies) space.policies.on[static_cast<std::size_t>(policy)] = on;
     if (file->headroom && vm["headroom"].defaulted()) cluster_flags.headroom = *file->headroom;
-    if (file->top && vm["top"].defaulted()) top = *file->top;
+    if (file->top && vm["top"].defaulted()) top = static_cast<std::int64_t>(*file->top);
     dedupe_ties = dedupe_ties || file->dedupe_ties;
   }
   if (!tp.empty()) p.tp = int_list("--tp", tp);
@@ -264,14 +264,13 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   }
 
   SearchOptions options;
-  options.top_k = top;
+  options.top_k = static_cast<std::size_t>(top);
   options.prune = !no_prune;
   options.dedupe_ties = dedupe_ties;
   space.weighted_tails = !no_prune;
   options.headroom_bytes = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
-  g_stop = false;
-  options.stop = &g_stop;
-  auto previous = std::signal(SIGINT, on_interrupt);
+  const InterruptScope interrupt;
+  options.stop = &InterruptScope::requested();
   // A progress bar on a terminal only, once the search runs longer than about a second.
   const bool tty = isatty(STDERR_FILENO) != 0;
   const auto started = std::chrono::steady_clock::now();
@@ -297,6 +296,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   if (format == OutputFormat::csv && export_format && export_out.empty()) {
     throw UsageError("meshfit search: with --format csv, --export-best needs --export-out FILE");
   }
+  check_distinct_outputs({{"--plot", plot_file}, {"--report", report_file}, {"--export-out", export_out}});
   options.collect_cloud = !plot_file.empty() || !report_file.empty();
   if (counts.size() > 1) {  // the inverse query: which device counts can train this at all?
     std::vector<std::pair<std::int64_t, SearchResult>> results;
@@ -310,9 +310,11 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
         r.budget = cluster.device.capacity - options.headroom_bytes;  // pins outside this count's domain
       }
       results.emplace_back(n, std::move(r));
-      if (g_stop) break;
+      if (InterruptScope::requested()) break;
     }
-    std::signal(SIGINT, previous);
+    // Cut short: the counts after the last one searched were never tried, and the last one's
+    // search may be partial, so the smallest fitting count found is not known to be the smallest.
+    const bool interrupted = InterruptScope::requested().load();
     std::optional<std::int64_t> smallest;
     for (const auto& [n, r] : results) {
       if (r.fitting > 0) {
@@ -327,20 +329,26 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
         j.begin_object().field("devices", n).field("enumerated", r.enumerated).field("valid", r.valid)
             .field("fitting", r.fitting).field("front", static_cast<std::int64_t>(r.front.size())).key("best");
         if (r.top.empty()) j.null(); else write_record_json(j, r.top.front());
-        j.field("seconds", r.seconds).end_object();
+        j.field("interrupted", r.interrupted).field("seconds", r.seconds).end_object();
       }
       j.end_array().key("smallest_fitting_devices");
       if (smallest) j.value(*smallest); else j.null();
-      j.end_object();
+      j.field("not_searched", static_cast<std::int64_t>(counts.size() - results.size()));
+      j.field("interrupted", interrupted).end_object();
       out << '\n';
     } else {
-      out << "search " << model.name << " on " << cluster.device.name << ", seq " << run.seq << ", global batch "
-          << run.global_batch << ", per device count:\n";
+      out << "search " << printable(model.name) << " on " << printable(cluster.device.name) << ", seq " << run.seq
+          << ", global batch " << run.global_batch << ", per device count:\n";
+      if (interrupted) {
+        out << "INTERRUPTED: " << results.size() << " of " << counts.size() << " device counts searched"
+            << (results.back().second.interrupted ? ", the last one only in part" : "") << '\n';
+      }
       TextTable t;
       t.row({"devices", "valid", "fitting", "front", "best step s", "peak GiB", "tok/s/dev", "best strategy"});
       for (const auto& [n, r] : results) {
         if (r.top.empty()) {
-          t.row({std::to_string(n), with_commas(r.valid), "0", "0", "-", "-", "-", "nothing fits"});
+          t.row({std::to_string(n), with_commas(r.valid), "0", "0", "-", "-", "-",
+                 r.interrupted ? "nothing fits in the part searched" : "nothing fits"});
         } else {
           const ScoredStrategy& b = r.top.front();
           t.row({std::to_string(n), with_commas(r.valid), with_commas(r.fitting), std::to_string(r.front.size()),
@@ -349,14 +357,19 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
         }
       }
       t.print(out, "  ");
-      out << (smallest ? "smallest device count with a fitting strategy: " + std::to_string(*smallest)
-                       : std::string("no device count in the list has a fitting strategy"))
+      out << (smallest ? std::string(interrupted ? "smallest device count found (interrupted, not proven smallest)" :
+                                                  "smallest device count with a fitting strategy") + ": " + std::to_string(*smallest)
+                       : std::string(interrupted ? "no fitting strategy found before the interrupt"
+                                                 : "no device count in the list has a fitting strategy"))
           << '\n';
+    }
+    if (interrupted) {
+      err << "meshfit search: interrupted\n";
+      return kExitInterrupted;
     }
     return smallest ? 0 : 1;
   }
   const SearchResult result = run_search(space, options);
-  std::signal(SIGINT, previous);
 
   // The fastest fitting strategy in a trainer's format (an error for the trainer is reported,
   // and the exit code says so, but the search's results are still written).
@@ -365,6 +378,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   if (export_format && !result.front.empty()) {
     try {
       exported = export_strategy(*export_format, model, run, result.front.front().strategy);
+      if (result.interrupted) exported->text = mark_interrupted(*export_format, exported->text);
     } catch (const ExportError& e) {
       export_error = e.what();
     }
@@ -407,6 +421,10 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
     err << "meshfit search: error: --export-best: " << export_error << '\n';
     return 2;
   }
+  if (result.interrupted) {
+    err << "meshfit search: interrupted: the results cover only the part of the space searched\n";
+    return kExitInterrupted;
+  }
   if (result.fitting == 0) {
     err << "meshfit search: nothing fits in " << fixed(result.budget / kGiB, 2) << " GiB per device";
     if (result.closest) {
@@ -416,7 +434,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
     err << '\n';
     return 1;
   }
-  return result.interrupted ? 130 : 0;
+  return 0;
 }
 
 }  // namespace meshfit

@@ -84,7 +84,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   return d;
 }
 
-Device load_device(const std::string& spec) {
+Device load_device(const std::string& spec, const InputOrigin& origin) {
   if (const auto preset = find_preset("devices", spec)) {
     return device_from_yaml(parse_yaml_text(std::string(preset->content), preset->source), preset->source);
   }
@@ -92,18 +92,18 @@ Device load_device(const std::string& spec) {
   const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".yaml") ||
                                spec.ends_with(".yml") || spec.ends_with(".json");
   if (!std::filesystem::exists(spec, ec) && !looks_like_path) {
-    throw InputError("--device: unknown device preset " + quoted_text(spec) +
+    throw InputError(origin.source, origin.field("--device"), "unknown device preset " + quoted_text(spec) +
                      suggestion_text(spec, preset_names("devices")) + "; or give a path to a device YAML");
   }
   return device_from_yaml(load_yaml_file(spec), spec);
 }
 
-Cluster make_cluster(const std::string& device_spec, std::int64_t devices) {
+Cluster make_cluster(const std::string& device_spec, std::int64_t devices, const InputOrigin& origin) {
   if (devices < 1 || devices > kMaxDevices) {
-    throw InputError("--devices: expected a positive integer up to " + std::to_string(kMaxDevices) + ", got " +
-                     std::to_string(devices));
+    throw InputError(origin.source, origin.field("--devices"), "expected a positive integer up to " + std::to_string(kMaxDevices) +
+                     ", got " + std::to_string(devices));
   }
-  return Cluster{load_device(device_spec), devices};
+  return Cluster{load_device(device_spec, origin), devices};
 }
 
 }  // namespace meshfit

@@ -76,6 +76,10 @@ std::string front_chart_svg(const SearchResult& r, const std::string& title) {
   o << "<title>" << xml_escape(title) << "</title>\n";
   o << "<rect x=\"0\" y=\"0\" width=\"" << kWidth << "\" height=\"" << kHeight << "\" fill=\"white\"/>\n";
   o << "<text x=\"" << kWidth / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(title) << "</text>\n";
+  if (r.interrupted) {
+    o << "<text x=\"" << kWidth / 2 << "\" y=\"42\" text-anchor=\"middle\" font-size=\"13\" fill=\"#b00\">"
+         "INTERRUPTED: only the part of the space searched is shown</text>\n";
+  }
   // Axes, ticks and grid.
   o << "<g stroke=\"#333\" fill=\"none\">\n";
   o << "<line x1=\"" << kLeft << "\" y1=\"" << kTop + ph << "\" x2=\"" << kLeft + pw << "\" y2=\"" << kTop + ph << "\"/>\n";

@@ -359,7 +359,7 @@ Model model_from_config(const YAML::Node& doc, const std::string& source, const 
   return m;
 }
 
-Model load_model(const std::string& spec) {
+Model load_model(const std::string& spec, const InputOrigin& origin) {
   if (const auto preset = find_preset("models", spec)) {
     return model_from_config(parse_yaml_text(std::string(preset->content), preset->source),
                              preset->source, preset->name);
@@ -371,7 +371,7 @@ Model load_model(const std::string& spec) {
   const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".json") ||
                                spec.ends_with(".yaml") || spec.ends_with(".yml");
   if (!fs::exists(path, ec) && !looks_like_path) {
-    throw InputError("--model: unknown model preset " + quoted_text(spec) +
+    throw InputError(origin.source, origin.field("--model"), "unknown model preset " + quoted_text(spec) +
                      suggestion_text(spec, preset_names("models")) +
                      "; or give a path to a config.json or model YAML");
   }

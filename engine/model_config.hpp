@@ -8,6 +8,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "engine/input_error.hpp"
+
 #include "estimators/model.hpp"
 
 namespace meshfit {
@@ -20,6 +22,6 @@ Model model_from_config(const YAML::Node& doc, const std::string& source, const 
 
 // `spec` is a preset name (case-insensitive), a path to a config file, or a directory holding a
 // config.json. Throws InputError on anything wrong.
-Model load_model(const std::string& spec);
+Model load_model(const std::string& spec, const InputOrigin& origin = {});
 
 }  // namespace meshfit

@@ -80,6 +80,11 @@ std::vector<std::string> close_names(std::string_view name, const std::vector<st
     if (!want.empty() && (lc.find(want) != std::string::npos || want.find(lc) != std::string::npos)) {
       d = std::min<std::size_t>(d, 1);
     }
+    // The same stem with another ending ("entry" for "entries"): a shared prefix of 4 or more
+    // characters and more than half the shorter name.
+    std::size_t prefix = 0;
+    while (prefix < want.size() && prefix < lc.size() && want[prefix] == lc[prefix]) ++prefix;
+    if (prefix >= 4 && 2 * prefix > std::min(want.size(), lc.size())) d = std::min<std::size_t>(d, 2);
     if (d <= std::max<std::size_t>(2, want.size() / 3)) scored.emplace_back(d, c);
   }
   std::stable_sort(scored.begin(), scored.end(),

@@ -18,10 +18,10 @@ std::string name_list(const std::vector<std::string>& names) {
 
 }  // namespace
 
-FrameworkProfile load_framework_profile(const std::string& name, const std::string& source) {
+FrameworkProfile load_framework_profile(const std::string& name, const InputOrigin& origin) {
   const auto preset = find_preset("frameworks", name);
   if (!preset) {
-    throw InputError(source, "--framework", "expected one of " + name_list(preset_names("frameworks")) +
+    throw InputError(origin.source, origin.field("--framework"), "expected one of " + name_list(preset_names("frameworks")) +
                                               ", got " + quoted_text(name));
   }
   const Fields f(parse_yaml_text(std::string(preset->content), preset->source), preset->source);
@@ -57,13 +57,13 @@ FrameworkProfile load_framework_profile(const std::string& name, const std::stri
   return p;
 }
 
-Precision load_precision(const std::string& name, const std::string& source) {
+Precision load_precision(const std::string& name, const InputOrigin& origin) {
   const YAML::Node all = parse_yaml_text(std::string(data_file("precisions.yaml")), "preset:precisions.yaml");
   std::vector<std::string> names;
   for (const auto& kv : all) names.push_back(kv.first.Scalar());
   const YAML::Node node = all[name];
   if (!node.IsDefined()) {
-    throw InputError(source, "--precision", "expected one of " + name_list(names) + ", got " + quoted_text(name));
+    throw InputError(origin.source, origin.field("--precision"), "expected one of " + name_list(names) + ", got " + quoted_text(name));
   }
   const Fields f(node, "preset:precisions.yaml", name);
   Precision p;
@@ -78,7 +78,8 @@ Precision load_precision(const std::string& name, const std::string& source) {
   return p;
 }
 
-Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) {
+Run make_run(const RunFlags& flags, bool need_batch, const InputOrigin& origin) {
+  const std::string& source = origin.source;
   Run run;
   // Sequence length and batch sizes up to 2^24 (16,777,216): far beyond any training run's, and
   // low enough that tokens per step (gb·s) and every product of them with a parallel degree stay
@@ -86,27 +87,27 @@ Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) 
   constexpr std::int64_t kMax = std::int64_t{1} << 24;
   auto positive = [&](const std::optional<std::int64_t>& v, const char* field, bool required) -> std::int64_t {
     if (!v) {
-      if (required) throw InputError(source, field, "missing; expected a positive integer");
+      if (required) throw InputError(source, origin.field(field), "missing; expected a positive integer");
       return 0;
     }
-    if (*v < 1) throw InputError(source, field, "expected a positive integer, got " + std::to_string(*v));
-    if (*v > kMax) throw InputError(source, field, "expected at most " + std::to_string(kMax) + ", got " + std::to_string(*v));
+    if (*v < 1) throw InputError(source, origin.field(field), "expected a positive integer, got " + std::to_string(*v));
+    if (*v > kMax) throw InputError(source, origin.field(field), "expected at most " + std::to_string(kMax) + ", got " + std::to_string(*v));
     return *v;
   };
   run.seq = positive(flags.seq, "--seq", need_batch);
   run.global_batch = positive(flags.global_batch, "--global-batch", need_batch);
   run.micro_batch = positive(flags.micro_batch, "--micro-batch", false);
   if (run.micro_batch > 0 && run.global_batch > 0 && run.global_batch % run.micro_batch != 0) {
-    throw InputError(source, "--micro-batch",
+    throw InputError(origin.source, origin.field("--micro-batch"),
                      "expected a divisor of --global-batch " + std::to_string(run.global_batch) +
                          ", got " + std::to_string(run.micro_batch));
   }
 
-  run.profile = load_framework_profile(flags.framework, source);
-  run.precision = load_precision(flags.precision.value_or(run.profile.precision_preset), source);
+  run.profile = load_framework_profile(flags.framework, origin);
+  run.precision = load_precision(flags.precision.value_or(run.profile.precision_preset), origin);
   if (flags.grad_bytes) {
     if (*flags.grad_bytes != 2 && *flags.grad_bytes != 4) {
-      throw InputError(source, "--grad-bytes", "expected 2 or 4, got " + std::to_string(*flags.grad_bytes));
+      throw InputError(origin.source, origin.field("--grad-bytes"), "expected 2 or 4, got " + std::to_string(*flags.grad_bytes));
     }
     run.precision.beta_G = static_cast<double>(*flags.grad_bytes);
   }
@@ -116,11 +117,11 @@ Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) 
   else if (opt == "sgd_momentum" || opt == "sgd") run.optimizer = Optimizer::sgd_momentum;
   else if (opt == "muon") run.optimizer = Optimizer::muon;
   else if (opt == "adafactor") run.optimizer = Optimizer::adafactor;
-  else throw InputError(source, "--optimizer", "expected adamw, sgd_momentum, muon or adafactor, got " + quoted_text(opt));
+  else throw InputError(origin.source, origin.field("--optimizer"), "expected adamw, sgd_momentum, muon or adafactor, got " + quoted_text(opt));
 
   if (flags.rules == "default") run.rules = Rules::standard;
   else if (flags.rules == "sapp-nd") run.rules = Rules::sapp_nd;
-  else throw InputError(source, "--rules", "expected default or sapp-nd, got " + quoted_text(flags.rules));
+  else throw InputError(origin.source, origin.field("--rules"), "expected default or sapp-nd, got " + quoted_text(flags.rules));
 
   run.flash_attention = !flags.no_flash_attention;
   run.options.account_embedding = run.profile.account_embedding;
@@ -132,7 +133,7 @@ Run make_run(const RunFlags& flags, bool need_batch, const std::string& source) 
     apply_run_options(load_yaml_file(*flags.run_options_file), *flags.run_options_file, run);
   }
   if (flags.recompute_switches) {
-    apply_recompute_switches(YAML::Node(*flags.recompute_switches), source, "--recompute-switches", run);
+    apply_recompute_switches(YAML::Node(*flags.recompute_switches), source, origin.field("--recompute-switches"), run);
   }
   if (flags.no_flash_attention) run.flash_attention = false;
   return run;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/input_error.hpp"
 #include "estimators/run.hpp"
 
 namespace meshfit {
@@ -25,11 +26,11 @@ struct RunFlags {
   std::optional<std::string> run_options_file;    // --run-options FILE.yaml
 };
 
-FrameworkProfile load_framework_profile(const std::string& name, const std::string& source);
-Precision load_precision(const std::string& name, const std::string& source);
+FrameworkProfile load_framework_profile(const std::string& name, const InputOrigin& origin = {});
+Precision load_precision(const std::string& name, const InputOrigin& origin = {});
 
-// Validates the flags and resolves defaults. `source` names where they came from ("--seq" style
-// names are used for the fields). Batch fields are required only when `need_batch`.
-Run make_run(const RunFlags& flags, bool need_batch, const std::string& source = "command line");
+// Validates the flags and resolves defaults; errors name the flag ("--seq") or, for a manifest
+// entry, its field (`origin`). Batch fields are required only when `need_batch`.
+Run make_run(const RunFlags& flags, bool need_batch, const InputOrigin& origin = {});
 
 }  // namespace meshfit

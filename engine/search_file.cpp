@@ -139,7 +139,11 @@ SearchFile load_search_file(const std::string& path) {
     }
   }
   sf.dedupe_ties = f.optional_bool("dedupe_ties").value_or(false);
-  if (f.has("top")) sf.top = static_cast<std::size_t>(*f.optional_int("top", 1));
+  if (f.has("top")) {
+    const std::int64_t top = *f.optional_int("top", 1);
+    if (top > kMaxTop) f.fail("top", "expected at most " + std::to_string(kMaxTop) + ", got " + std::to_string(top));
+    sf.top = static_cast<std::size_t>(top);
+  }
   if (f.has("run_options")) {
     sf.run_options = f.raw("run_options");
     if (!sf.run_options.IsMap()) f.fail("run_options", "expected a map of run options (memory-model.md §2.4 names)");

@@ -16,8 +16,6 @@ namespace meshfit {
 
 namespace {
 
-const char* const kSource = "--strategy";
-
 const std::vector<std::string>& known_keys() {
   static const std::vector<std::string> keys = {
       "dp", "tp", "sp", "pp", "vpp", "pp_schedule", "cp", "cp_algo", "cp_u", "ep", "etp", "zero_stage",
@@ -37,12 +35,19 @@ std::string canonical_key(const std::string& key) {
 // degree can never exceed the devices, and products of a few of them stay within 64-bit integers.
 constexpr std::int64_t kMaxValue = std::int64_t{1} << 24;
 
+// Errors name the key inside the strategy: "--strategy: field 'tp'" on the command line, the
+// manifest entry's "ci.yaml: field 'entries[3].strategy.tp'".
+std::string strategy_source(const InputOrigin& origin) { return origin.prefix.empty() ? "--strategy" : origin.source; }
+std::string strategy_field(const InputOrigin& origin, const std::string& key) {
+  return origin.prefix.empty() ? key : origin.field("strategy") + "." + key;
+}
+
 // `max` names what bounds the value ("the 64 devices"); kMaxValue when nothing else does.
-std::int64_t positive(const std::map<std::string, std::string>& kv, const std::string& key, std::int64_t max = kMaxValue,
-                      const std::string& what = "") {
+std::int64_t positive(const InputOrigin& origin, const std::map<std::string, std::string>& kv, const std::string& key,
+                      std::int64_t max = kMaxValue, const std::string& what = "") {
   const auto v = parse_integer(kv.at(key));
   if (!v || *v < 1 || *v > max) {
-    throw InputError(kSource, key, "expected a positive integer up to " + (what.empty() ? std::to_string(max) : what) +
+    throw InputError(strategy_source(origin), strategy_field(origin, key), "expected a positive integer up to " + (what.empty() ? std::to_string(max) : what) +
                                        ", got " + quoted_text(kv.at(key)));
   }
   return *v;
@@ -51,7 +56,11 @@ std::int64_t positive(const std::map<std::string, std::string>& kv, const std::s
 }  // namespace
 
 Strategy parse_strategy(const std::string& given, const Model& m, const Run& run, const Cluster& cluster,
-                        std::vector<std::string>& warnings, bool check_rules) {
+                        std::vector<std::string>& warnings, bool check_rules, const InputOrigin& origin) {
+  const std::string source = strategy_source(origin);
+  const auto fail = [&](const std::string& key, const std::string& expected) {
+    throw InputError(source, strategy_field(origin, key), expected);
+  };
   // A path to a train YAML (what `meshfit export --to hyperparallel` writes) stands for the
   // strategy it describes.
   const bool yaml_path = given.find('=') == std::string::npos &&
@@ -66,15 +75,16 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
     const auto eq = item.find('=');
     if (eq == std::string::npos) {
-      throw InputError(std::string(kSource) + ": expected key=value, got " + quoted_text(item));
+      throw InputError(origin.prefix.empty() ? source + ": expected key=value, got " + quoted_text(item)
+                                             : InputError(source, origin.field("strategy"), "expected key=value, got " + quoted_text(item)).what());
     }
     std::string key = canonical_key(to_lower(item.substr(0, eq)));
     const std::string value = to_lower(item.substr(eq + 1));
     if (std::find(known_keys().begin(), known_keys().end(), key) == known_keys().end()) {
-      throw InputError(kSource, key, "unknown key" + suggestion_text(key, known_keys()) +
+      fail(key, "unknown key" + suggestion_text(key, known_keys()) +
                                          " (aliases: zero, mbs, m, schedule)");
     }
-    if (kv.count(key)) throw InputError(kSource, key, "given twice");
+    if (kv.count(key)) fail(key, "given twice");
     kv[key] = value;
   }
   auto has = [&](const char* k) { return kv.count(k) > 0; };
@@ -82,7 +92,7 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
   // A degree never exceeds the device count (and so no product of degrees overflows).
   const std::int64_t devices = cluster.devices;
   const std::string the_devices = "the " + std::to_string(devices) + " devices";
-  auto degree = [&](const char* key) { return positive(kv, key, devices, the_devices); };
+  auto degree = [&](const char* key) { return positive(origin, kv, key, devices, the_devices); };
   Strategy s;
   if (has("tp")) s.tp = degree("tp");
   if (has("pp")) s.pp = degree("pp");
@@ -90,7 +100,7 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
   if (has("ep")) s.ep = degree("ep");
   if (has("etp")) s.etp = degree("etp");
   if (has("sp")) {
-    if (kv["sp"] != "true" && kv["sp"] != "false") throw InputError(kSource, "sp", "expected true or false, got " + quoted_text(kv["sp"]));
+    if (kv["sp"] != "true" && kv["sp"] != "false") fail("sp", "expected true or false, got " + quoted_text(kv["sp"]));
     s.sp = kv["sp"] == "true";
   }
   if (s.sp && s.tp == 1) {  // H7: canonicalised
@@ -99,7 +109,7 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
   }
   // dp: what the device count leaves.
   if (s.tp * s.cp > devices || s.tp * s.cp * s.pp > devices) {  // each factor <= 2^24: no overflow
-    throw InputError(kSource, "pp", "tp·cp·pp = " + std::to_string(s.tp) + "·" + std::to_string(s.cp) + "·" +
+    fail("pp", "tp·cp·pp = " + std::to_string(s.tp) + "·" + std::to_string(s.cp) + "·" +
                                         std::to_string(s.pp) + " exceeds " + the_devices);
   }
   const std::int64_t grid = s.tp * s.cp * s.pp;
@@ -107,13 +117,13 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     s.dp = degree("dp");
   } else {
     if (cluster.devices % grid != 0) {
-      throw InputError(kSource, "dp", "tp·cp·pp = " + std::to_string(grid) + " does not divide the " +
+      fail("dp", "tp·cp·pp = " + std::to_string(grid) + " does not divide the " +
                                           std::to_string(cluster.devices) + " devices");
     }
     s.dp = cluster.devices / grid;
   }
   if (s.world() != cluster.devices) {
-    throw InputError(kSource, "dp", "dp·tp·pp·cp = " + std::to_string(s.world()) + " must equal the " +
+    fail("dp", "dp·tp·pp·cp = " + std::to_string(s.world()) + " must equal the " +
                                         std::to_string(cluster.devices) + " devices (rule H1)");
   }
   // Schedule and chunks.
@@ -125,9 +135,9 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     else if (v == "zb_h1" || v == "zero_bubble") s.schedule = Schedule::zb_h1;
     else if (v == "dualpipev") s.schedule = Schedule::dualpipev;
     else if (v == "none") s.schedule = Schedule::none;
-    else throw InputError(kSource, "pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zb_h1 or dualpipev, got " + quoted_text(v));
+    else fail("pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zb_h1 or dualpipev, got " + quoted_text(v));
   }
-  if (has("vpp")) s.vpp = positive(kv, "vpp");
+  if (has("vpp")) s.vpp = positive(origin, kv, "vpp");
   else if (s.schedule == Schedule::dualpipev) s.vpp = 2;
   if (!has("pp_schedule") && s.pp > 1) {
     s.schedule = s.vpp >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
@@ -140,7 +150,7 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     else if (v == "hybrid") s.cp_algo = CpAlgo::hybrid;
     else if (v == "allgather") s.cp_algo = CpAlgo::allgather;
     else if (v == "none") s.cp_algo = CpAlgo::none;
-    else throw InputError(kSource, "cp_algo", "expected ring, ulysses, hybrid or allgather, got " + quoted_text(v));
+    else fail("cp_algo", "expected ring, ulysses, hybrid or allgather, got " + quoted_text(v));
   } else if (s.cp > 1) {
     s.cp_algo = CpAlgo::ring;
   }
@@ -154,7 +164,7 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
   // ZeRO.
   if (has("zero_stage")) {
     const auto z = parse_integer(kv["zero_stage"]);
-    if (!z || *z < 0 || *z > 3) throw InputError(kSource, "zero_stage", "expected 0, 1, 2 or 3, got " + quoted_text(kv["zero_stage"]));
+    if (!z || *z < 0 || *z > 3) fail("zero_stage", "expected 0, 1, 2 or 3, got " + quoted_text(kv["zero_stage"]));
     s.zero = static_cast<int>(*z);
   }
   s.shard_group = has("shard_group") ? degree("shard_group") : (s.zero >= 1 ? s.dp * s.cp : 1);
@@ -164,22 +174,22 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     if (v == "none") s.recompute = Recompute::none;
     else if (v == "selective") s.recompute = Recompute::selective;
     else if (v == "full") s.recompute = Recompute::full;
-    else throw InputError(kSource, "recompute", "expected none, selective or full, got " + quoted_text(v));
+    else fail("recompute", "expected none, selective or full, got " + quoted_text(v));
   }
-  if (has("recompute_layers")) s.recompute_layers = positive(kv, "recompute_layers");
+  if (has("recompute_layers")) s.recompute_layers = positive(origin, kv, "recompute_layers");
   // Batch.
   const std::string the_batch = "the global batch " + std::to_string(run.global_batch);
-  s.micro_batch = has("micro_batch_size") ? positive(kv, "micro_batch_size", run.global_batch, the_batch)
+  s.micro_batch = has("micro_batch_size") ? positive(origin, kv, "micro_batch_size", run.global_batch, the_batch)
                                           : (run.micro_batch > 0 ? run.micro_batch : 1);
   const std::int64_t per_step = s.dp * s.micro_batch;  // <= 2^48
   if (per_step > run.global_batch) {  // checked before m multiplies it (rule H2: global batch = dp·mbs·m)
-    throw InputError(kSource, "micro_batch_size", "dp·mbs = " + std::to_string(per_step) + " exceeds " + the_batch + " (rule H2)");
+    fail("micro_batch_size", "dp·mbs = " + std::to_string(per_step) + " exceeds " + the_batch + " (rule H2)");
   }
   if (has("num_microbatches")) {
-    s.num_microbatches = positive(kv, "num_microbatches", run.global_batch, the_batch);
+    s.num_microbatches = positive(origin, kv, "num_microbatches", run.global_batch, the_batch);
   } else {
     if (run.global_batch % per_step != 0) {
-      throw InputError(kSource, "num_microbatches", "dp·mbs = " + std::to_string(per_step) +
+      fail("num_microbatches", "dp·mbs = " + std::to_string(per_step) +
                                                         " does not divide the global batch " +
                                                         std::to_string(run.global_batch) + " (rule H2)");
     }
@@ -188,7 +198,7 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
 
   const HardRule broken = check_rules ? first_broken_rule(m, run, cluster, s) : HardRule::ok;
   if (broken != HardRule::ok) {
-    throw InputError(std::string(kSource) + ": invalid strategy for " + m.name + ": " +
+    throw InputError(source + (origin.prefix.empty() ? "" : ": " + origin.field("strategy")) + ": invalid strategy for " + m.name + ": " +
                      explain_rule(broken, m, run, cluster, s));
   }
   return s;

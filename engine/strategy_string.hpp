@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/input_error.hpp"
 #include "engine/json_writer.hpp"
 #include "estimators/device.hpp"
 #include "estimators/model.hpp"
@@ -17,7 +18,7 @@ namespace meshfit {
 // (sp with tp = 1).
 // With `check_rules` false the hard rules are left to the caller (`explain` reports them all).
 Strategy parse_strategy(const std::string& text, const Model& model, const Run& run, const Cluster& cluster,
-                        std::vector<std::string>& warnings, bool check_rules = true);
+                        std::vector<std::string>& warnings, bool check_rules = true, const InputOrigin& origin = {});
 
 // The strategy object of cli.md, in its key order (null where a value does not apply).
 void write_strategy_json(JsonWriter& j, const Strategy& s);

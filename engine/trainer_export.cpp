@@ -42,4 +42,12 @@ TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, c
   throw ExportError("unknown trainer format");
 }
 
+std::string mark_interrupted(TrainerFormat f, const std::string& text) {
+  constexpr const char* kNote = "meshfit: INTERRUPTED search: the fastest strategy of the part searched, not of the whole space";
+  if (f != TrainerFormat::deepspeed) return std::string("# ") + kNote + "\n" + text;
+  const auto brace = text.find('{');
+  if (brace == std::string::npos) return text;
+  return text.substr(0, brace + 1) + "\n  \"meshfit_interrupted\": \"" + kNote + "\"," + text.substr(brace + 1);
+}
+
 }  // namespace meshfit

@@ -34,6 +34,10 @@ const char* trainer_format_names();  // "megatron, torchtitan, deepspeed, hyperp
 const char* trainer_format_extension(TrainerFormat f);
 
 TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, const Strategy& s);
+// `text` (an export of the fastest strategy an interrupted search found) with a first line that
+// says so in the format's own comment syntax; DeepSpeed's JSON has none, so it gets a top-level
+// "meshfit_interrupted" field, which DeepSpeed's config reader leaves alone.
+std::string mark_interrupted(TrainerFormat f, const std::string& text);
 
 // One per trainer, each in its own file (megatron_args.cpp, torchtitan_toml.cpp, ...).
 TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s);

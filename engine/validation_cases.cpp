@@ -151,7 +151,8 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   if (vc.framework == "other") notes.push_back("framework other -> megatron profile");
   const auto optimizer = p.optional_string("optimizer");
   if (optimizer && (*optimizer == "sgd" || *optimizer == "sgd_momentum")) flags.optimizer = "sgd_momentum";
-  vc.run = make_run(flags, true, src);
+  vc.run = make_run(flags, true, InputOrigin{src, "run", {{"seq", "run.seq_len"}, {"global_batch", "run.global_batch_size"},
+                                                         {"micro_batch", "run.micro_batch_size"}}});
   Precision& pr = vc.run.precision;
   if (const auto v = p.optional_number("param_bytes", 0, 16)) pr.beta_P = *v; else notes.push_back("null param_bytes -> " + pr.preset);
   if (const auto v = p.optional_number("master_weight_bytes", 0, 16)) pr.beta_master = *v; else notes.push_back("null master_weight_bytes -> " + pr.preset);

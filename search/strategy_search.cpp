@@ -448,6 +448,10 @@ class TaskScorer {
 
 }  // namespace
 
+namespace {
+struct Stopped {};  // thrown out of a triple's walk when the stop flag is seen
+}  // namespace
+
 SearchResult run_search(const SearchSpace& space, const SearchOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const auto triples = space.triples();
@@ -468,25 +472,34 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
       tbb::blocked_range<std::size_t>(0, triples.size(), 1), init,
       [&](const tbb::blocked_range<std::size_t>& range, Partial acc) {
         TaskScorer scorer(space, options, budget, context, fastest, shared, acc);
+        std::size_t polls = 0;
         for (std::size_t t = range.begin(); t != range.end(); ++t) {
           if (options.stop && options.stop->load()) {
             interrupted = true;
             break;
           }
           scorer.read_shared();
-          space.for_each(triples[t], [&](const Strategy& s, const Position& at) {
-            if (at.first) scorer.open_run();
-            acc.enumerated += at.weight;
-            if (at.failed != Position::kValid) {
-              acc.histogram[at.failed] += at.weight;
-              return;
-            }
-            if (at.weight != 1) throw std::logic_error("a weighted H12-tail candidate passed every rule");
-            scorer.add(s);
-          }, [&](std::size_t slot, std::int64_t count) {
-            acc.enumerated += count;
-            acc.histogram[slot] += count;
-          });
+          try {
+            space.for_each(triples[t], [&](const Strategy& s, const Position& at) {
+              // One triple's walk can last many seconds on the largest spaces: the stop flag is
+              // read every 1,024 candidates too, so that any search stops within a fraction of one.
+              if (options.stop && (++polls & 1023) == 0 && options.stop->load()) throw Stopped{};
+              if (at.first) scorer.open_run();
+              acc.enumerated += at.weight;
+              if (at.failed != Position::kValid) {
+                acc.histogram[at.failed] += at.weight;
+                return;
+              }
+              if (at.weight != 1) throw std::logic_error("a weighted H12-tail candidate passed every rule");
+              scorer.add(s);
+            }, [&](std::size_t slot, std::int64_t count) {
+              acc.enumerated += count;
+              acc.histogram[slot] += count;
+            });
+          } catch (const Stopped&) {  // the triple's open run is left unscored: the result is marked partial
+            interrupted = true;
+            break;
+          }
           scorer.flush();
           const std::size_t n = ++done;
           if (options.progress) options.progress(n, triples.size());
