@@ -142,7 +142,7 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
     try {
       if (node.IsMap()) {
         const Fields f(node, path, prefix);
-        if (const auto n = f.optional_string("name")) e.name = *n;
+        if (const auto n = f.optional_string("name")) e.name = printable(*n);  // reaches every report
         model = f.optional_string("model").value_or("");
         if (model.empty() && has_defaults) model = Fields(defaults, path, "defaults").optional_string("model").value_or("");
         if (model.empty()) throw InputError(path, f.path("model"), "missing; expected a model preset, a file or a glob");
@@ -164,7 +164,7 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
       }
       for (const auto& file : files) {
         CheckEntry x = e;
-        x.name = e.name + "/" + fs::path(file).filename().string();
+        x.name = e.name + "/" + printable(fs::path(file).filename().string());
         x.model = file;
         x.file = file;
         x.line = 0;
@@ -194,14 +194,16 @@ std::vector<CheckEntry> entries_from_files(const std::vector<std::string>& files
     if (has_glob_chars(spec)) matched = expand_glob(spec, "");
     if (matched.empty()) {
       CheckEntry e = shared;
-      e.name = e.model = e.file = spec;
+      e.model = e.file = spec;
+      e.name = printable(spec);
       e.error = "command line: " + quoted_text(spec) + " matches no file";
       out.push_back(e);
       continue;
     }
     for (const auto& file : matched) {
       CheckEntry e = shared;
-      e.name = e.model = file;
+      e.model = file;
+      e.name = printable(file);
       std::error_code ec;
       e.file = fs::exists(file, ec) ? file : "";
       out.push_back(e);

@@ -3,6 +3,7 @@
 #include "engine/json_writer.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
+#include "engine/utf8_text.hpp"
 
 namespace meshfit {
 
@@ -43,7 +44,7 @@ void write_check_summary(const std::vector<CheckResult>& results, std::ostream& 
     const std::string cluster = r.devices > 0 ? std::to_string(r.devices) + " x " + r.device : r.device;
     std::string what = finding(r);
     if (!r.reason.empty()) what += (what.empty() ? "" : "; ") + r.reason;
-    t.row({upper(r.status), r.name, cluster, what});
+    t.row({upper(r.status), r.name, cluster, printable(what)});
   }
   t.print(out);
   const Totals n = count(results);

@@ -7,6 +7,7 @@
 #include "engine/commands.hpp"
 #include "engine/input_error.hpp"
 #include "engine/presets.hpp"
+#include "engine/utf8_text.hpp"
 
 #ifndef MESHFIT_VERSION
 #define MESHFIT_VERSION "0.0.0"
@@ -76,13 +77,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   try {
     return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   } catch (const UsageError& e) {
-    err << e.what() << '\n';
+    err << printable(e.what()) << '\n';
     return kExitBadInput;
   } catch (const InputError& e) {
-    err << "meshfit " << first << ": error: " << e.what() << '\n';
+    err << "meshfit " << first << ": error: " << printable(e.what()) << '\n';
     return kExitBadInput;
   } catch (const std::exception& e) {
-    err << "meshfit " << first << ": internal error: " << e.what() << '\n';
+    err << "meshfit " << first << ": internal error: " << printable(e.what()) << '\n';
     return kExitInternal;
   }
 }

@@ -33,7 +33,8 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   Device d;
   const auto base = f.optional_string("preset");
   if (base) d = preset_device(*base, source, "preset");
-  d.name = f.optional_string("name").value_or(base ? d.name : std::filesystem::path(source).stem().string());
+  // Printed in every report: made printable (no control bytes, valid UTF-8) once, here.
+  d.name = printable(f.optional_string("name").value_or(base ? d.name : std::filesystem::path(source).stem().string()));
 
   // Without a preset to start from, the hardware figures must all be given. Each lies within
   // bounds far beyond any device's (an H100: 80 GiB, 989 TFLOP/s, 3.35 TB/s of HBM, 450 GB/s of

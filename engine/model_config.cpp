@@ -238,7 +238,7 @@ void check_bounds(const Draft& d, const Fields& c) {
 Model build(const Draft& d, const Fields& c, const std::string& type, const std::string& name) {
   check_bounds(d, c);
   Model m;
-  m.name = name;
+  m.name = printable(name);  // it reaches the terminal, JSON and XML reports: no control bytes, valid UTF-8
   m.model_type = type;
   const bool gpt2 = type == "gpt2";
   m.hidden = need(d.h, c, d.h.field.empty() ? (gpt2 ? "n_embd" : "hidden_size") : d.h.field, "hidden size");
