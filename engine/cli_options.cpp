@@ -69,7 +69,7 @@ std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {
   std::string item;
   while (std::getline(in, item, ',')) {
     const auto v = parse_integer(item);
-    if (!v || *v < 1) return fail();
+    if (!v || *v < 1 || *v > kMaxDevices) return fail();
     out.push_back(*v);
   }
   if (out.empty()) return fail();

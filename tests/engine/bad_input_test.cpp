@@ -49,6 +49,10 @@ TEST_CASE("numeric flags have checked ranges (--top 0 segfaulted)") {
   // A size_t flag took -1 as 2^64 - 1.
   expect_input_error(with(kSearch, {"--top", "-1"}), {"field '--top'", "got -1"});
   expect_input_error(with(kSearch, {"--threads", "-1"}), {"field '--threads': expected a number from 0 to 1024"});
+  // A count in a --devices list was bounded only when given alone.
+  expect_input_error({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8,99999999999", "--seq",
+                      "4096", "--global-batch", "8"},
+                     {"field '--devices': expected a positive count up to 16777216"});
   expect_input_error({"check", "x.json", "--device", "h100-80gb", "--devices", "8", "--seq", "8", "--global-batch", "8",
                       "--max-peak-gib", "nan"},
                      {"field '--max-peak-gib'"});
