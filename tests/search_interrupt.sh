@@ -29,8 +29,11 @@ expect() {  # expect CODE PATTERN WHAT
 ds="--model deepseek-v3 --device h100-80gb --devices 16384 --seq 4096 --global-batch 4096 --threads 1"
 bounds="--model $data/bad-input/at-bounds-moe.json --device h100-80gb --seq 4096 --global-batch 4096"
 
-started $ds; kill -INT "$pid"; finish
+svg=$(mktemp)
+started $ds --plot "$svg"; kill -INT "$pid"; finish
 expect 130 "INTERRUPTED" "table"
+grep -q "INTERRUPTED" "$svg" || { echo "svg: not marked interrupted"; exit 1; }
+rm -f "$svg"
 grep -q "enumerated" "$out" || { echo "table: no counts after the interrupt"; exit 1; }
 started $ds --format json; kill -INT "$pid"; finish
 expect 130 '"interrupted":true' "json"

@@ -79,6 +79,17 @@ TEST_CASE("a model name with control bytes or invalid UTF-8 leaves every output 
     CHECK(clean_utf8(json.out));
     const auto show = run({"show", "--model", model, "--format", "json"});
     CHECK(clean_utf8(show.out));
+    // The chart parses as XML; neither it nor the report carries a control byte or bad UTF-8.
+    const std::string svg = std::filesystem::temp_directory_path() / "meshfit-name.svg";
+    const std::string html = std::filesystem::temp_directory_path() / "meshfit-name.html";
+    auto chart_args = base;
+    chart_args.insert(chart_args.end(), {"--plot", svg, "--report", html});
+    CHECK(run(chart_args).code == 0);
+    CHECK_FALSE(meshfit::test::xml_elements(slurp(svg)).empty());
+    for (const auto& f : {svg, html}) {
+      CHECK(clean_utf8(slurp(f)));
+      std::filesystem::remove(f);
+    }
   }
   // The JUnit report of a check over the same files parses as XML.
   const std::string dir = (std::filesystem::temp_directory_path() / "meshfit-names").string();

@@ -11,6 +11,8 @@
 #include "engine/model_config.hpp"
 #include "engine/run_config.hpp"
 #include "engine/strategy_string.hpp"
+#include "engine/trainer_export.hpp"
+#include "engine/yaml_fields.hpp"
 #include "test_support.hpp"
 
 using meshfit::test::data_path;
@@ -127,4 +129,18 @@ TEST_CASE("export: a train YAML without parallel_config names the file and the f
   CHECK(r.code == 2);
   CHECK(has(r.err, path));
   CHECK(has(r.err, "parallel_config"));
+}
+
+TEST_CASE("export: an interrupted search's pick says so in the format's own syntax") {
+  using meshfit::TrainerFormat;
+  const std::string args = slurp(data_path("export/llama70b_megatron.txt"));
+  const std::string marked = meshfit::mark_interrupted(TrainerFormat::megatron, args);
+  CHECK(marked.rfind("# meshfit: INTERRUPTED search", 0) == 0);
+  CHECK(marked.substr(marked.find('\n') + 1) == args);  // the arguments themselves unchanged
+  CHECK(meshfit::mark_interrupted(TrainerFormat::torchtitan, "[parallelism]\n").rfind("# meshfit: INTERRUPTED", 0) == 0);
+  // DeepSpeed's JSON has no comments: a top-level field, and the document still parses.
+  const std::string json = meshfit::mark_interrupted(TrainerFormat::deepspeed, slurp(data_path("export/llama8b_deepspeed.json")));
+  const YAML::Node doc = meshfit::parse_yaml_text(json, "marked.json");
+  CHECK(doc["meshfit_interrupted"].as<std::string>().find("INTERRUPTED") != std::string::npos);
+  CHECK(doc["train_batch_size"].as<int>() == 64);
 }
