@@ -15,6 +15,7 @@
 #include "engine/text_format.hpp"
 #include "estimators/memory_model.hpp"
 #include "estimators/step_time.hpp"
+#include "search/search_verifier.hpp"
 #include "search/strategy_search.hpp"
 
 namespace meshfit {
@@ -85,6 +86,11 @@ void check_free(const CheckEntry& e, const Model& m, const Run& run, const Clust
   // An expected maximum peak narrows the budget: only strategies under it count.
   if (e.max_peak_gib) options.headroom_bytes = std::max(headroom, c.device.capacity - *e.max_peak_gib * kGiB);
   const SearchResult found = run_search(space, options);
+  if (verify_requested_by_environment()) {
+    for (const auto& d : verify_reported(space, found, options.headroom_bytes)) {
+      throw std::logic_error("verify: " + d.where + " " + strategy_to_string(d.strategy) + ": " + d.what);
+    }
+  }
   r.valid = found.valid;
   r.budget_gib = found.budget / kGiB;
   if (found.top.empty()) {

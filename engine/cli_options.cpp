@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <sstream>
 #include <cstdint>
+#include <cstdlib>
 
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
@@ -105,6 +106,11 @@ void check_flag_range(const std::string& flag, double value, double lo, double h
   std::ostringstream msg;
   msg << "expected a number from " << lo << " to " << hi << ", got " << value;
   throw InputError("command line", flag, msg.str());
+}
+
+bool verify_requested_by_environment() {
+  const char* v = std::getenv("MESHFIT_VERIFY");
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
 }
 
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags) {

@@ -44,6 +44,9 @@ double parse_headroom(const std::string& text, double capacity, const InputOrigi
 void check_flag_range(const std::string& flag, double value, double lo, double hi);
 inline constexpr std::int64_t kMaxThreads = 1024;
 inline constexpr std::int64_t kMaxTop = 10000;
+// The verify mode (search/search_verifier.hpp) asked for by the environment: MESHFIT_VERIFY set
+// and neither empty nor "0".
+bool verify_requested_by_environment();
 // Copies the optional run flags the user gave out of `vm` (program_options has no optional<T>).
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags);
 

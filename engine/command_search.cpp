@@ -31,6 +31,7 @@
 #include "engine/trainer_export.hpp"
 #include "engine/yaml_fields.hpp"
 #include "estimators/memory_model.hpp"
+#include "search/search_verifier.hpp"
 #include "search/strategy_search.hpp"
 
 namespace meshfit {
@@ -66,6 +67,15 @@ std::vector<T> name_list(const std::string& flag, const std::string& text,
     out.push_back(it->second);
   }
   return out;
+}
+
+// The verify mode: a reported figure the plain estimators do not reproduce is a bug (exit 3).
+void report_verify_differences(const SearchSpace& space, const SearchResult& r, double headroom) {
+  const auto diffs = verify_reported(space, r, headroom);
+  if (diffs.empty()) return;
+  std::string text = "verify: " + std::to_string(diffs.size()) + " reported strategies differ from a fresh estimate:";
+  for (const auto& d : diffs) text += "\n  " + d.where + " " + strategy_to_string(d.strategy) + ": " + d.what;
+  throw std::logic_error(text);
 }
 
 void write_record_json(JsonWriter& j, const ScoredStrategy& x) {
@@ -148,7 +158,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, policies;
   std::string plot_file, report_file, export_best, export_out, search_file;
   std::int64_t top = 10, threads = 0;
-  bool no_prune = false, dedupe_ties = false;
+  bool no_prune = false, dedupe_ties = false, verify = false;
   po::options_description desc(
       "Usage: meshfit search --model M --device D --devices N --seq S --global-batch B [pins] [options]\n\n"
       "Enumerates every valid strategy, estimates memory and step time, and prints the Pareto front\n"
@@ -176,6 +186,8 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       ("threads", po::value(&threads)->default_value(0), "worker threads (default 0: all cores; at most 1,024)")
       ("no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)")
       ("dedupe-ties", po::bool_switch(&dedupe_ties), "keep one strategy (the first by key) per exact tie on the front")
+      ("verify", po::bool_switch(&verify), "re-estimate every reported strategy from scratch and fail (exit 3) on any "
+                                          "difference from the search's figures (also MESHFIT_VERIFY=1)")
       ("plot", po::value(&plot_file), "write an SVG chart of the search: fitting strategies, the front, the budget")
       ("report", po::value(&report_file), "write a self-contained HTML report: inputs, front, chart, stage memory")
       ("export-best", po::value(&export_best), "the fastest fitting strategy for a trainer: megatron, torchtitan, deepspeed or hyperparallel")
@@ -306,6 +318,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       try {
         space.check_pins();
         r = run_search(space, options);
+        if (verify || verify_requested_by_environment()) report_verify_differences(space, r, options.headroom_bytes);
       } catch (const std::invalid_argument&) {
         r.budget = cluster.device.capacity - options.headroom_bytes;  // pins outside this count's domain
       }
@@ -370,6 +383,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
     return smallest ? 0 : 1;
   }
   const SearchResult result = run_search(space, options);
+  if (verify || verify_requested_by_environment()) report_verify_differences(space, result, options.headroom_bytes);
 
   // The fastest fitting strategy in a trainer's format (an error for the trainer is reported,
   // and the exit code says so, but the search's results are still written).
