@@ -20,6 +20,10 @@ Factors factors(const Model& m, const Strategy& s) {
     f.tp_exp = s.tp * s.ep > s.dp * s.tp ? 1 : tp;
     f.dp_exp = static_cast<double>(s.dp >= s.ep ? s.dp / s.ep : (s.dp * s.tp) / s.ep);
   }
+  // The seed's floor divisions give 0 where ep spans more ranks than it assumes (ep > dp·tp, the
+  // experts then folded over cp): SAPP-ND would divide by that zero, and meshfit printed NaN and
+  // inf model states. An expert data-parallel degree is at least one rank.
+  f.dp_exp = std::max(f.dp_exp, 1.0);
   const bool has_op = s.zero >= 1, grad_shard = s.zero >= 2;
   f.os_max_shard = tp * G / cp;
   f.os_ne = has_op ? tp * G : tp * cp;

@@ -129,3 +129,16 @@ TEST_CASE("sapp-nd refuses m < pp and names the rule") {
   c.run.rules = Rules::sapp_nd;
   CHECK(first_broken_rule(c.model, c.run, c.cluster, c.strategy) == HardRule::S1);
 }
+
+TEST_CASE("the seed's expert data-parallel degree is at least 1 (ep > dp·tp gave 0: NaN and inf states)") {
+  // Mixtral, dp = 4, tp = 1, cp = 2, ep = 8, etp = 1, ZeRO-3 over 8: the seed's ⌊dp·tp/ep⌋ = ⌊4/8⌋ = 0
+  // (found by the reference-model comparison). With dp_exp = 1: tp_exp = 1 (tp·ep = 8 > dp·tp = 4),
+  // SF_os,e = dp_exp·cp·tp_exp = 2 and SF_g,e = SF_os,e = 2 (z >= 2).
+  const auto c = test::make_case("mixtral-8x7b", 16, 4096, 64,
+                                 "dp=4,tp=1,pp=2,vpp=4,cp=2,cp_algo=ulysses,ep=8,etp=1,zero=3,shard_group=8,mbs=2");
+  const sapp_nd::Factors f = sapp_nd::factors(c.model, c.strategy);
+  CHECK(f.tp_exp == 1);
+  CHECK(f.dp_exp == 1);
+  CHECK(f.os_e == 2);
+  CHECK(f.g_e == 2);
+}

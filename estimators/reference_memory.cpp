@@ -1,0 +1,422 @@
+#include "estimators/reference_memory.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "estimators/activation_census.hpp"
+#include "estimators/backward_transients.hpp"
+#include "estimators/in_flight.hpp"
+#include "estimators/layer_activations.hpp"
+#include "estimators/model_states.hpp"
+#include "estimators/overheads.hpp"
+#include "estimators/parameter_counts.hpp"
+#include "estimators/pipeline_layout.hpp"
+#include "estimators/sapp_nd_rules.hpp"
+#include "estimators/strategy_rules.hpp"
+
+namespace meshfit {
+
+namespace {
+
+constexpr double kNone = -std::numeric_limits<double>::infinity();
+
+// One layer kind (dense or MoE FFN) under the strategy: what each of its layers keeps and works
+// per micro-batch by recompute mode (§7.2), its per-rank parameters (§4.9) and their model states
+// and ZeRO/FSDP buffers (§6, §9.1's Pg and Rg).
+struct LayerKind {
+  CensusPerToken census;
+  std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value
+  RankParams params;
+  ModelStates states;
+  double gathered_params = 0;  // Pg: its own and the prefetched layers' gathered parameters
+  double reduce_buffers = 0;   // Rg: its gradients as produced and reduce-scattered
+  double clip = 0, dp_comm = 0;  // --rules sapp-nd: gradient-clipping buffer and DP comm (§17.3)
+};
+
+// What the whole estimate reads of (model, run, strategy): the layer kinds and the ends' terms.
+struct Terms {
+  bool seed = false;
+  double h = 0, sigma = 1, n_cp = 0, tp = 1, beta_a = 2;
+  double x_sp = 0;             // Xsp of §9.1
+  double seed_full_input = 0;  // item 9: the seed keeps a full layer's input for the whole sequence
+  Recompute rest_mode = Recompute::none;
+  std::array<LayerKind, 2> kinds;  // index: 0 dense, 1 MoE
+  std::size_t mtp_kind = 0;
+  double k_emb = 0, k_out = 0, tr_logits = 0, tr_cp = 0, tr_ep = 0;
+  // ZeRO / FSDP (§6.1).
+  ZeroDivisors z;
+  bool gather_per_layer = false, keep_gathered = false;
+  double prefetch = 1, table_params = 0;
+  ModelStates embedding_states, vocab_states, final_norm_states, mtp_extra_states;
+  double embedding_total = 0, vocab_total = 0, final_norm_total = 0;
+  bool split_ends = false;
+};
+
+LayerKind layer_kind(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, const Terms& t, double g_kv,
+                     std::int64_t kv_counted) {
+  LayerKind k;
+  k.params = rank_params(layer_params(m, ffn, kv_counted), s);
+  k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
+  const std::string name = std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") +
+                           (ffn == FfnKind::moe ? "_moe" : "_dense");
+  if (const MeasuredCensus* mc = m.census_for(name)) k.census = per_token_measured(*mc, k.census, run, s, g_kv);
+  for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+    k.by_mode[static_cast<std::size_t>(mode)] = layer_activation(k.census, mode, t.n_cp, t.h, run, s);
+  }
+  // Model states and buffers (§6, §9.1), the seed's own counts under its rules (§17.3).
+  k.states = model_states(k.params, t.z, run, false, t.keep_gathered);
+  if (t.gather_per_layer) k.gathered_params = t.prefetch * run.precision.beta_gather * k.params.total();
+  if (t.seed) {
+    const sapp_nd::Factors f = sapp_nd::factors(m, s);
+    const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
+    k.states = sapp_nd::layer_states(counts, f, run);
+    if (t.keep_gathered) k.states.gathered = run.precision.beta_gather * k.params.total();
+    k.reduce_buffers = sapp_nd::reduced_grads(counts, f, s, run);
+    k.clip = sapp_nd::grad_clip_buffer(counts, f, run);
+    k.dp_comm = sapp_nd::dp_comm_elements(counts, f, s, m.is_moe());
+  } else if (s.zero >= 2) {
+    // A part no other rank shards is not reduce-scattered.
+    const double whole = run.precision.beta_red * ((k.params.non_expert + k.params.shared) * (t.z.G > 1 ? 1 : 0) +
+                                                   k.params.routed * (t.z.Ge > 1 ? 1 : 0));
+    k.reduce_buffers = whole * (run.options.overlap_grad_reduce ? 2 : 1);
+  }
+  return k;
+}
+
+Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s, const PipelineLayout& layout) {
+  Terms t;
+  const RunOptions& o = run.options;
+  t.seed = run.rules == Rules::sapp_nd;
+  t.h = static_cast<double>(m.hidden);
+  t.beta_a = o.beta_a;
+  t.sigma = static_cast<double>(s.sigma());
+  t.tp = static_cast<double>(s.tp);
+  t.n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
+  t.x_sp = s.tp > 1 && s.sp ? t.n_cp * o.beta_a * t.h : 0;
+  t.seed_full_input = o.beta_a * static_cast<double>(run.seq * s.micro_batch) * t.h / t.sigma;
+  t.rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
+  const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
+
+  const bool reshard = reshards_after_forward(run, s);
+  t.z = zero_divisors(s, run);
+  t.gather_per_layer = s.zero == 3 && reshard;
+  t.keep_gathered = s.zero == 3 && !reshard;
+  t.prefetch = 1 + static_cast<double>(o.fsdp_prefetch_layers);
+
+  const double g_kv = t.seed ? sapp_nd::gathered_kv(m, run, s) : gathered_kv_bytes(m, run, s);
+  const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
+  t.kinds[0] = layer_kind(m, run, s, FfnKind::dense, t, g_kv, kv_counted);
+  t.kinds[1] = m.is_moe() ? layer_kind(m, run, s, FfnKind::moe, t, g_kv, kv_counted) : t.kinds[0];
+  t.mtp_kind = !m.layer_ffn.empty() && m.layer_ffn.back() == FfnKind::moe ? 1 : 0;
+
+  // The ends of the model (§7.7), the output layer from its own measured record when it has one.
+  t.k_emb = embedding_kept(m, run, s, t.n_cp);
+  t.k_out = output_kept(m, run, s, t.n_cp, v_pad);
+  t.tr_logits = logits_transient(run, s, t.n_cp, v_pad);
+  if (const MeasuredCensus* out = m.census_for("output")) {
+    const double kept = out->saved / t.sigma + out->saved_tp / t.tp;
+    t.k_out = t.n_cp * kept;
+    t.tr_logits = t.n_cp * std::max(0.0, out->working / t.sigma + out->working_tp / t.tp - kept);
+  }
+  t.tr_cp = t.seed ? sapp_nd::cp_buffer(m, run, s, cluster.device.devices_per_node)
+                   : cp_buffer_transient(m, run, s, cluster.device.devices_per_node);
+  t.tr_ep = m.is_moe() ? ep_buffer_transient(m, run, s, t.n_cp) : 0;
+
+  // The ends' parameters and states (§4.7, §4.8, §5.3).
+  t.table_params = v_pad * t.h / t.tp;
+  RankParams embedding, vocab, final_norm, mtp_extra;
+  embedding.non_expert = t.table_params + static_cast<double>(m.positions) * t.h;
+  vocab.non_expert = t.table_params;
+  final_norm.non_expert = static_cast<double>(m.norm_params());
+  mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / t.tp + static_cast<double>(mtp_extra_repl(m));
+  t.embedding_states = model_states(embedding, t.z, run, true, t.keep_gathered);
+  t.vocab_states = model_states(vocab, t.z, run, true, t.keep_gathered);
+  t.final_norm_states = model_states(final_norm, t.z, run, false, t.keep_gathered);
+  t.mtp_extra_states = model_states(mtp_extra, t.z, run, false, t.keep_gathered);
+  t.embedding_total = embedding.total();
+  t.vocab_total = vocab.total();
+  t.final_norm_total = final_norm.total();
+  t.split_ends = layout.vstages.front().stage != layout.head_stage;
+  return t;
+}
+
+// One layer's activation figures: a fully recomputed layer's, or the rest's mode.
+LayerActivation activation(const Terms& t, std::size_t kind, bool full) {
+  LayerActivation a = t.kinds[kind].by_mode[static_cast<std::size_t>(full ? Recompute::full : t.rest_mode)];
+  if (t.seed && full) a.kept = t.seed_full_input;
+  return a;
+}
+
+// §9.1's backward candidates X − K_after (Pg + Rg + Xsp are added per kind at the end): the largest
+// per kind, the first met in the stage's scan on ties, with the layer it is at.
+struct Candidates {
+  std::array<double, 2> best{kNone, kNone};
+  std::array<std::int64_t, 2> at{-1, -1}, order{0, 0};
+  void offer(std::size_t kind, double base, std::int64_t layer, std::int64_t position) {
+    if (base > best[kind]) {
+      best[kind] = base;
+      at[kind] = layer;
+      order[kind] = position;
+    }
+  }
+};
+
+// What one chunk of a stage holds and offers.
+struct ChunkFigures {
+  double kept = 0;                      // A(i,c): bytes one micro-batch keeps in the chunk (§7.7)
+  std::array<double, 2> best{kNone, kNone};  // its own largest candidate per kind (DualPipeV, §9.8)
+  std::array<std::int64_t, 2> full_layers{};  // fully recomputed layers per kind (§9.9)
+  std::array<double, 2> full_kept{};          // what each such layer keeps, per kind
+};
+
+void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& chunks, ModelStates& states,
+                std::array<bool, 2>& present, int& last_kind, double& seed_last, int& seed_last_kind,
+                const Model& m, const Strategy& s, const PipelineLayout& layout, const Terms& t) {
+  const auto nv = static_cast<std::int64_t>(layout.vstages.size());
+  std::int64_t position = 0;  // candidates in the order the backward scan meets them
+  std::int64_t seed_last_vstage = -1;
+  for (std::int64_t c = 0; c < s.vpp; ++c) {
+    const std::int64_t u = layout.vstage_of(st.stage, c);
+    const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u)];
+    ChunkFigures& ch = chunks[static_cast<std::size_t>(c)];
+    st.layers += vs.layers;
+    st.full_recompute += vs.full_recompute;
+    // Forward: each layer's kept bytes and model states (§6, §7).
+    for (std::int64_t l = 0; l < vs.layers; ++l) {
+      const std::size_t kind = m.layer_ffn[static_cast<std::size_t>(vs.first_layer + l)] == FfnKind::moe ? 1 : 0;
+      const bool full = s.recompute == Recompute::full && l < vs.full_recompute;
+      const LayerActivation a = activation(t, kind, full);
+      ch.kept += a.kept;
+      if (full) {
+        ++ch.full_layers[kind];
+        ch.full_kept[kind] = a.kept;
+      }
+      st.tr_attn = std::max(st.tr_attn, t.n_cp * t.kinds[kind].census.w_att_tp);
+      states += t.kinds[kind].states;
+      present[kind] = true;
+      last_kind = static_cast<int>(kind);
+    }
+    double output_side = 0;  // kept bytes the backward frees before it reaches a body layer
+    if (u == 0) {
+      st.embedding = true;
+      ch.kept += t.k_emb;
+      states += t.embedding_states;
+    }
+    const bool last_vstage = u == nv - 1;
+    LayerActivation mtp_act;
+    double mtp_kept = 0;
+    if (last_vstage) {
+      st.head = true;
+      st.mtp_depths = m.mtp_depths;
+      if (!m.tie) states += t.vocab_states;
+      if ((m.tie || m.mtp_depths > 0) && t.split_ends) states += t.vocab_states;
+      states += t.final_norm_states;
+      // The logits of the head and of every MTP depth (§9.1's "K_out and MTP logits").
+      output_side = t.k_out * static_cast<double>(1 + m.mtp_depths);
+      ch.kept += output_side;
+      // An MTP depth (§4.8, §7.7) is a body layer of the last layer's kind in the mode the
+      // chunk's last layer takes, plus eh_proj and norms: it keeps its two inputs and their
+      // concatenation (3h) besides its layer's K_1.
+      const bool last_full = s.recompute == Recompute::full && vs.layers > 0 && vs.full_recompute >= vs.layers;
+      const Recompute last_mode = last_full ? Recompute::full : t.rest_mode;
+      mtp_act = t.kinds[t.mtp_kind].by_mode[static_cast<std::size_t>(last_mode)];
+      mtp_kept = mtp_act.kept + t.n_cp * 3 * t.beta_a * t.h / t.sigma;
+      for (std::int64_t d = 0; d < m.mtp_depths; ++d) {
+        ch.kept += mtp_kept;
+        states += t.kinds[t.mtp_kind].states;
+        states += t.mtp_extra_states;
+        present[t.mtp_kind] = true;
+      }
+    }
+    // Backward, from the chunk's end: the MTP depths, then the body layers last to first.
+    for (std::int64_t d = 0; last_vstage && d < m.mtp_depths; ++d) {
+      const double after = output_side + mtp_kept * static_cast<double>(m.mtp_depths - 1 - d);
+      const double base = mtp_act.working - after;
+      cand.offer(t.mtp_kind, base, m.layers + d, position++);
+      ch.best[t.mtp_kind] = std::max(ch.best[t.mtp_kind], base);
+      st.tr_attn = std::max(st.tr_attn, t.n_cp * t.kinds[t.mtp_kind].census.w_att_tp);
+    }
+    double after = output_side;
+    for (std::int64_t l = vs.layers; l-- > 0;) {
+      const std::int64_t layer = vs.first_layer + l;
+      const std::size_t kind = m.layer_ffn[static_cast<std::size_t>(layer)] == FfnKind::moe ? 1 : 0;
+      const bool full = s.recompute == Recompute::full && l < vs.full_recompute;
+      const LayerActivation a = activation(t, kind, full);
+      const double base = a.working - after;
+      if (t.seed) {
+        // Item 13: the seed prices the stage's last body layer only (of its last virtual stage);
+        // per chunk (DualPipeV), its fully recomputed layers.
+        if (l == vs.layers - 1 && u > seed_last_vstage) {
+          seed_last_vstage = u;
+          seed_last = base;
+          seed_last_kind = static_cast<int>(kind);
+          st.tr_layer_at = layer;
+        }
+        if (full) ch.best[kind] = std::max(ch.best[kind], base);
+      } else {
+        cand.offer(kind, base, layer, position++);
+        ch.best[kind] = std::max(ch.best[kind], base);
+      }
+      after += a.kept;
+    }
+  }
+}
+
+}  // namespace
+
+MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
+                              double headroom_bytes) {
+  // --rules sapp-nd: the seed's own device overheads (§17.3).
+  const Device dev = run.rules == Rules::sapp_nd ? sapp_nd::overheads(cluster.device) : cluster.device;
+  const RunOptions& o = run.options;
+  const PipelineLayout layout = make_layout(m, run, s);
+  Terms t = terms(m, run, cluster, s, layout);
+  MemoryReport report;
+  report.capacity = dev.capacity;
+  report.budget = dev.capacity - headroom_bytes;
+  for (std::int64_t i = 0; i < s.pp; ++i) {
+    StageMemory st;
+    st.stage = i;
+    Candidates cand;
+    std::vector<ChunkFigures> chunks(static_cast<std::size_t>(s.vpp));
+    ModelStates states;
+    std::array<bool, 2> present{};
+    int last_kind = -1, seed_last_kind = -1;
+    double seed_last = 0;
+    walk_stage(st, cand, chunks, states, present, last_kind, seed_last, seed_last_kind, m, s, layout, t);
+    const bool has_moe = present[1] && m.is_moe();
+    for (const ChunkFigures& ch : chunks) st.chunk_bytes.push_back(ch.kept);
+
+    // §6: model states; FSDP2 keeps the root module and torchtitan the last block gathered.
+    st.weights = states.weights;
+    st.grads = states.grads;
+    st.optimizer = states.optimizer;
+    st.gathered = states.gathered;
+    st.fp8_cache = states.fp8_cache;
+    if (t.gather_per_layer && run.profile.fsdp_root_and_last_block_unsharded) {
+      double held = last_kind >= 0 ? t.kinds[static_cast<std::size_t>(last_kind)].params.total() : 0;
+      if (st.embedding) held += t.embedding_total;
+      if (st.head) {
+        if (!m.tie) held += t.vocab_total;
+        if ((m.tie || m.mtp_depths > 0) && t.split_ends) held += t.vocab_total;
+        held += t.final_norm_total;
+      }
+      st.gathered += run.precision.beta_gather * held;
+    }
+    // Ruling 10: deferred gradient sync holds every gradient unsharded through the backward.
+    if (defers_grad_sync(run, s)) st.deferred_grads = run.precision.beta_gcomm * states.unsharded_elements;
+
+    // §8: the micro-batches in flight per chunk (item 8: the seed's own factors).
+    if (t.seed) {
+      st.chunk_inflight = sapp_nd::micro_factors(s, i);
+      for (std::size_t c = 0; c < st.chunk_inflight.size(); ++c) {
+        st.activations += static_cast<double>(st.chunk_inflight[c]) * st.chunk_bytes[c];
+      }
+    } else {
+      const InFlight f = in_flight(s, i, st.chunk_bytes);
+      st.activations = f.peak;
+      st.chunk_inflight = f.counts;
+    }
+    // §9.9: gradient clipping's copy of a fully recomputed layer's gradients, where it is larger
+    // than the layer's in-flight inputs (the seed's, or grad_clip_model: seed).
+    if (o.grad_clip && (t.seed || o.grad_clip_seed)) {
+      for (std::size_t c = 0; c < chunks.size(); ++c) {
+        const double n = static_cast<double>(st.chunk_inflight[c]);
+        for (std::size_t k = 0; k < 2; ++k) {
+          const std::int64_t count = chunks[c].full_layers[k];
+          if (count == 0) continue;
+          const LayerKind& kind = t.kinds[k];
+          const double fwd = n * (t.seed ? t.seed_full_input : chunks[c].full_kept[k]);
+          const double clip = t.seed ? kind.clip
+                                     : run.precision.beta_state * ((kind.params.non_expert + kind.params.shared) / t.z.OS +
+                                                                   kind.params.routed / t.z.OSe);
+          const double dpc = t.seed ? kind.dp_comm : s.zero == 3 ? run.precision.beta_gather * kind.params.total() : 0;
+          const double kept = fwd + dpc > clip ? fwd : clip;
+          st.activations += static_cast<double>(count) * (kept + (kept > 0 ? dpc : 0) - fwd);
+        }
+      }
+    }
+
+    // §9: the transients.
+    auto candidate = [&](std::size_t k, double base) {
+      return base + t.kinds[k].gathered_params + t.kinds[k].reduce_buffers + t.x_sp;
+    };
+    double tr_layer = kNone;
+    if (t.seed) {
+      if (seed_last_kind >= 0) tr_layer = candidate(static_cast<std::size_t>(seed_last_kind), seed_last);
+    } else {
+      std::int64_t order = 0;
+      for (std::size_t k = 0; k < 2; ++k) {
+        if (cand.best[k] == kNone) continue;
+        const double tr = candidate(k, cand.best[k]);
+        if (tr > tr_layer || (tr == tr_layer && cand.order[k] < order)) {
+          tr_layer = tr;
+          order = cand.order[k];
+          st.tr_layer_at = cand.at[k];
+        }
+      }
+    }
+    st.tr_layer = tr_layer == kNone ? 0 : tr_layer;
+    double max_pg = 0, max_rg = 0;
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (!present[k]) continue;
+      max_pg = std::max(max_pg, t.kinds[k].gathered_params);
+      max_rg = std::max(max_rg, t.kinds[k].reduce_buffers);
+    }
+    if (t.gather_per_layer) {
+      const double tables = (st.embedding ? 1 : 0) + (st.head && (!m.tie || t.split_ends) ? 1 : 0);
+      st.tr_fsdp = std::max(max_pg, tables > 0 ? t.prefetch * run.precision.beta_gather * t.table_params : 0);
+    }
+    st.tr_bucket = s.zero >= 2 ? max_rg : run.profile.grad_bucket_elements * run.precision.beta_G;
+    st.tr_logits = st.head ? t.tr_logits : 0;
+    st.tr_cp = st.layers + st.mtp_depths > 0 ? t.tr_cp : 0;
+    st.tr_ep = has_moe ? t.tr_ep : 0;
+    double layer_candidate = st.tr_layer;
+    if (s.schedule == Schedule::dualpipev && s.vpp == 2) {  // §9.8: the two chunks overlap
+      std::array<double, 2> tr_chunk{};
+      for (std::size_t c = 0; c < 2; ++c) {
+        double best = kNone;
+        for (std::size_t k = 0; k < 2; ++k) {
+          if (chunks[c].best[k] != kNone) best = std::max(best, candidate(k, chunks[c].best[k]));
+        }
+        tr_chunk[c] = best == kNone ? 0 : best;
+      }
+      st.tr_dpv = std::max(st.chunk_bytes[0] + tr_chunk[1], st.chunk_bytes[1] + tr_chunk[0]);
+      layer_candidate = st.tr_dpv;
+    }
+    st.transient = std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep});
+    // §9.9: the optimizer-step phase.
+    st.step_transient = o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
+                        (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);
+
+    // §11: totals.
+    const double stat = st.static_total();
+    const double backward = stat + st.deferred_grads + st.activations + st.transient;
+    const double step = stat + st.step_transient;
+    st.step_phase_binds = step > backward;
+    st.allocated = std::max(backward, step);
+    st.reserved = st.allocated * (1 + dev.fragmentation);
+    const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && t.split_ends && (st.embedding || st.head)};
+    st.communicators = communicator_count(s, m.is_moe(), groups);
+    st.cuda_context = dev.overhead_context;
+    st.communicator_buffers = static_cast<double>(st.communicators) * dev.overhead_per_communicator;
+    st.workspaces = dev.overhead_workspaces;
+    st.ep_library = has_moe ? dev.overhead_ep_library : 0;
+    st.fixed_margin = dev.overhead_fixed;
+    const double overheads = st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library + st.fixed_margin;
+    st.device = st.reserved + overheads;
+    report.static_floor = std::max(report.static_floor, stat * (1 + dev.fragmentation) + overheads);
+    if (i == 0 || st.device > report.peak) {
+      report.peak = st.device;
+      report.peak_stage = i;
+    }
+    report.stages.push_back(std::move(st));
+  }
+  report.fits = report.peak <= report.budget;
+  return report;
+}
+
+}  // namespace meshfit
