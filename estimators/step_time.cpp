@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "estimators/collectives.hpp"
+#include "estimators/data_parallel_time.hpp"
+#include "estimators/step_totals.hpp"
 #include "estimators/layer_time.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/parameter_counts.hpp"
@@ -17,16 +19,6 @@
 namespace meshfit {
 
 namespace {
-
-// β_step: HBM bytes one optimizer step moves per locally updated parameter (§7.9).
-double step_bytes(const Run& run) { return run.optimizer == Optimizer::sgd_momentum ? 26 : 38; }
-
-// max(T − window, T/n): what a reduction or gather overlapped with a window leaves exposed,
-// never below its last piece (§7.6).
-double exposed(double t, double window, double pieces) {
-  if (t <= 0) return 0;
-  return std::max(t - window, t / std::max(1.0, pieces));
-}
 
 }  // namespace
 
@@ -220,28 +212,8 @@ double step_time_floor(StepTimeScratch& scratch, const Model& m, const Run& run,
 void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Model& m, const Run& run,
                              const Cluster& cluster, const Strategy& s, const LayoutPlan& plan) {
   const Device& d = cluster.device;
-  const double h = static_cast<double>(m.hidden), tp = static_cast<double>(s.tp);
-  const double seq = static_cast<double>(run.seq);
-  const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
-  const std::int64_t world = s.world();
   const ComputeSide* side = &side_of(scratch, m, run, d, s, plan);
-
-  // Data-parallel groups (§4).
-  const bool tree = run.options.latency_tree;
-  const ZeroDivisors z = zero_divisors(s, run);
-  const Group reduce = make_group(d, s.tp, s.dp * s.cp, tree);
-  const Group shard = make_group(d, s.tp, s.zero >= 1 ? s.shard_group : 1, tree);
-  const bool hsdp = s.zero >= 1 && s.shard_group < s.dp * s.cp;
-  const Group replicate = make_group(d, s.tp * s.shard_group, hsdp ? s.dp * s.cp / s.shard_group : 1, tree);
-  const Group expert_reduce = make_group(d, s.etp * s.ep, s.expert_dp(), tree);
-  const Group expert_shard = make_group(d, s.etp * s.ep, s.zero >= 1 ? static_cast<std::int64_t>(z.OSe) : 1, tree);
-  const bool reshard = reshards_after_forward(run, s);
-  const double table = v_pad * h / tp;
-  const bool split_ends = plan.split_ends;
-  const Group ends = make_group(d, s.tp * s.cp * s.dp * std::max<std::int64_t>(1, s.pp - 1), 2, tree);
-  const double bucket_group = static_cast<double>(s.zero >= 2 ? s.shard_group : s.dp * s.cp);
-  const double bucket_params = std::max(40e6, 1e6 * bucket_group);
-  const Precision& pr = run.precision;
+  const DataParallelGroups groups = data_parallel_groups(m, run, d, s, plan.split_ends);
 
   std::vector<StageTime> stages = std::move(r.stages);
   r = TimeReport{};
@@ -251,75 +223,10 @@ void estimate_step_time_into(TimeReport& r, StepTimeScratch& scratch, const Mode
     const StageCompute& sc = side->stages[static_cast<std::size_t>(i)];
     StageTime& st = r.stages[static_cast<std::size_t>(i)];
     st = sc.partial;
-    const double P_d = sc.P_d, P_e = sc.P_e, units = sc.units;
-    const bool embedding = sc.embedding, head = sc.head;
-
-    // ZeRO / FSDP (§7.5, §7.6): per micro-batch exposure and the tail.
-    // dp_overlap off (§7.6): no window, all of it exposed.
-    const bool overlap = run.options.dp_overlap;
-    const double win_f = overlap ? st.forward : 0, win_b = overlap ? st.backward + st.recompute : 0;
-    const double n_b = std::ceil((P_d + P_e) / bucket_params);
-    const double t_rs = reduce_scatter(shard, P_d * pr.beta_gcomm) + reduce_scatter(expert_shard, P_e * pr.beta_gcomm);
-    const double t_ag = all_gather(shard, P_d * pr.beta_gather) + all_gather(expert_shard, P_e * pr.beta_gather);
-    const double t_hsdp = hsdp ? all_reduce(replicate, P_d * pr.beta_gcomm / static_cast<double>(s.shard_group)) : 0;
-    double c_red = 0, c_ag = 0;
-    switch (s.zero) {
-      case 0:
-        c_red = exposed(all_reduce(reduce, P_d * pr.beta_gcomm) + all_reduce(expert_reduce, P_e * pr.beta_gcomm), win_b, n_b);
-        break;
-      case 1:
-        c_red = exposed(t_rs + t_hsdp, win_b, n_b);
-        c_ag = exposed(t_ag, win_f, n_b);
-        break;
-      case 2:
-        st.comm_zero = exposed(t_rs, win_b, n_b);
-        c_red = exposed(t_hsdp, win_b, n_b);
-        c_ag = exposed(t_ag, win_f, n_b);
-        break;
-      default:
-        if (reshard) {
-          st.comm_zero = exposed(t_ag, win_f, units) + exposed(t_ag + t_rs, win_b, units);
-        } else {
-          st.comm_zero = exposed(t_rs, win_b, units);
-          c_ag = exposed(t_ag, win_f, units);
-        }
-        c_red = exposed(t_hsdp, win_b, n_b);
-    }
-    // Tied tables and the MTP embedding copy: one all-reduce between the two end stages.
-    const double c_emb = (m.tie || m.mtp_depths > 0) && split_ends && (embedding || head)
-                             ? all_reduce(ends, table * pr.beta_gcomm)
-                             : 0;
-    st.comm_dp = c_red + c_ag + c_emb;
-    const double p_opt = s.zero >= 1 ? P_d / z.OS + P_e / z.OSe : P_d + P_e;
-    st.optimizer = p_opt * step_bytes(run) / (d.eta_hbm * d.hbm_bandwidth);
-    st.tau = st.forward + st.backward + st.recompute + st.comm_tp + st.comm_cp + st.comm_ep + st.comm_pp + st.comm_zero;
+    data_parallel_time(st, StageParams{sc.P_d, sc.P_e, sc.units, sc.embedding, sc.head}, groups, m, run, d, s);
   }
 
-  for (std::size_t i = 0; i < r.stages.size(); ++i) {
-    if (r.stages[i].tau > r.stages[static_cast<std::size_t>(r.slowest_stage)].tau) r.slowest_stage = static_cast<std::int64_t>(i);
-    if (r.stages[i].tail() > r.stages[static_cast<std::size_t>(r.tail_stage)].tail()) r.tail_stage = static_cast<std::int64_t>(i);
-  }
-  const StageTime& slow = r.stages[static_cast<std::size_t>(r.slowest_stage)];
-  const StageTime& last = r.stages[static_cast<std::size_t>(r.tail_stage)];
-  const double m_mb = static_cast<double>(s.num_microbatches);
-  r.pipe = pipeline_makespan(s, r.stages);
-  r.tail = last.tail();
-  r.step = r.pipe + r.tail;
-  r.forward = m_mb * slow.forward;
-  r.backward = m_mb * slow.backward;
-  r.recompute = m_mb * slow.recompute;
-  r.comm_tp = m_mb * slow.comm_tp;
-  r.comm_cp = m_mb * slow.comm_cp;
-  r.comm_ep = m_mb * slow.comm_ep;
-  r.comm_pp = m_mb * slow.comm_pp;
-  r.comm_zero = m_mb * slow.comm_zero;
-  r.bubble = r.pipe - m_mb * slow.tau;
-  r.comm_dp = last.comm_dp;
-  r.optimizer = last.optimizer;
-  const double gb = static_cast<double>(run.global_batch), N = static_cast<double>(world);
-  r.tokens_per_sec_per_device = gb * seq / (r.step * N);
-  r.model_flops = side->model_flops;
-  r.mfu = r.model_flops / (r.step * N * d.peak_flops);
+  step_from_stages(r, run, d, s, side->model_flops);
 }
 
 }  // namespace meshfit
