@@ -6,6 +6,7 @@
 
 #include "estimators/memory_model.hpp"
 #include "estimators/reference_memory.hpp"
+#include "estimators/reference_step_time.hpp"
 #include "estimators/step_time.hpp"
 
 namespace meshfit {
@@ -41,6 +42,10 @@ void compare(const SearchSpace& space, const ScoredStrategy& x, const std::strin
     if (t.step != x.step_s || std::llround(t.step * 1e9) != x.time_ns ||
         t.tokens_per_sec_per_device != x.tokens_per_sec_per_device || t.mfu != x.mfu) {
       problems.push_back("step " + number(x.step_s) + " s recorded, " + number(t.step) + " s re-estimated");
+    }
+    const TimeReport ref_t = reference_step_time(*space.model, *space.run, *space.cluster, x.strategy);
+    if (std::fabs(ref_t.step - x.step_s) > 1e-12 * std::max(std::fabs(ref_t.step), 1.0)) {
+      problems.push_back("step " + number(x.step_s) + " s recorded, the reference model's " + number(ref_t.step) + " s");
     }
   }
   if (problems.empty()) return;

@@ -3,8 +3,9 @@
 // estimated again from scratch, with the plain entry points (estimate_memory, estimate_step_time:
 // no per-thread memo, kind cache, stored layout or bound), and compared with what the search
 // recorded. Any difference is a bug in the search's reuse or pruning, never noise: both paths
-// make the same arithmetic in the same order, so the comparison is exact. The memory figures are
-// also held against the plain reference model (estimators/reference_memory.hpp), to 1e-12.
+// make the same arithmetic in the same order, so the comparison is exact. The peak and the step
+// time are also held against the plain reference models (estimators/reference_memory.hpp,
+// reference_step_time.hpp), to 1e-12.
 #pragma once
 
 #include <string>

@@ -1,9 +1,9 @@
-// The plain reference memory model (estimators/reference_memory.hpp) against the fast one
-// (estimate_memory): strategies drawn with a fixed seed from the valid strategies of many spaces —
+// The plain reference models (estimators/reference_memory.hpp, reference_step_time.hpp) against
+// the fast ones (estimate_memory, estimate_step_time, and the search's own paths): strategies drawn with a fixed seed from the valid strategies of many spaces —
 // dense, GQA, MoE with EP/ETP, MLA, measured censuses, CP ring/Ulysses/hybrid, every schedule,
 // uneven stages, every ZeRO stage and shard group, each framework profile, the seed's rules —
-// must agree on every stage's every term. Sums may differ in their last bits (the fast path adds
-// a run of n equal layers as n·x, the reference x n times): 1e-12 relative, and exactly for
+// must agree on every stage's every term. Sums may differ in their last bits (the fast paths add
+// a run of n equal layers as n·x, the references x n times): 1e-12 relative, and exactly for
 // counts, stages and flags.
 #include <doctest/doctest.h>
 
@@ -21,6 +21,8 @@
 #include "engine/yaml_fields.hpp"
 #include "estimators/memory_model.hpp"
 #include "estimators/reference_memory.hpp"
+#include "estimators/reference_step_time.hpp"
+#include "estimators/step_time.hpp"
 #include "search/search_space.hpp"
 #include "test_support.hpp"
 
@@ -87,6 +89,49 @@ std::string difference(const MemoryReport& fast, const MemoryReport& ref) {
   return d.str();
 }
 
+std::string time_difference(const TimeReport& fast, const TimeReport& ref) {
+  std::ostringstream d;
+  d.precision(17);
+  auto num = [&](const char* name, double a, double b) {
+    if (d.str().empty() && !close(a, b)) d << name << ": fast " << a << ", reference " << b;
+  };
+  num("step", fast.step, ref.step);
+  num("pipe", fast.pipe, ref.pipe);
+  num("tail", fast.tail, ref.tail);
+  if (d.str().empty() && (fast.slowest_stage != ref.slowest_stage || fast.tail_stage != ref.tail_stage)) d << "stages";
+  num("forward", fast.forward, ref.forward);
+  num("backward", fast.backward, ref.backward);
+  num("recompute", fast.recompute, ref.recompute);
+  num("comm_tp", fast.comm_tp, ref.comm_tp);
+  num("comm_cp", fast.comm_cp, ref.comm_cp);
+  num("comm_ep", fast.comm_ep, ref.comm_ep);
+  num("comm_pp", fast.comm_pp, ref.comm_pp);
+  num("comm_zero", fast.comm_zero, ref.comm_zero);
+  num("bubble", fast.bubble, ref.bubble);
+  num("comm_dp", fast.comm_dp, ref.comm_dp);
+  num("optimizer", fast.optimizer, ref.optimizer);
+  num("tokens_per_sec_per_device", fast.tokens_per_sec_per_device, ref.tokens_per_sec_per_device);
+  num("mfu", fast.mfu, ref.mfu);
+  for (std::size_t i = 0; d.str().empty() && i < fast.stages.size() && i < ref.stages.size(); ++i) {
+    const StageTime& a = fast.stages[i];
+    const StageTime& b = ref.stages[i];
+    num("stage forward", a.forward, b.forward);
+    num("stage backward", a.backward, b.backward);
+    num("stage weight_grad", a.weight_grad, b.weight_grad);
+    num("stage recompute", a.recompute, b.recompute);
+    num("stage comm_tp", a.comm_tp, b.comm_tp);
+    num("stage comm_cp", a.comm_cp, b.comm_cp);
+    num("stage comm_ep", a.comm_ep, b.comm_ep);
+    num("stage comm_pp", a.comm_pp, b.comm_pp);
+    num("stage comm_zero", a.comm_zero, b.comm_zero);
+    num("stage tau", a.tau, b.tau);
+    num("stage comm_dp", a.comm_dp, b.comm_dp);
+    num("stage optimizer", a.optimizer, b.optimizer);
+    if (!d.str().empty()) d << " (stage " << i << ")";
+  }
+  return d.str();
+}
+
 struct SpaceSpec {
   SpaceSpec(std::string m, std::int64_t n, std::int64_t s, std::int64_t b, std::string fw = "megatron",
             std::string r = "default", bool off = false, std::string options = "")
@@ -101,7 +146,7 @@ struct SpaceSpec {
 
 }  // namespace
 
-TEST_CASE("reference memory model = fast memory model on 100,000+ strategies of 24 spaces") {
+TEST_CASE("reference models = fast models on 100,000+ strategies of 24 spaces") {
   const std::string d = test::data_path("models/");
   const std::vector<SpaceSpec> specs = {
       {"llama-3.1-8b", 8, 4096, 64},
@@ -171,6 +216,9 @@ TEST_CASE("reference memory model = fast memory model on 100,000+ strategies of 
     MemoryScratch scratch;
     scratch.memo_context = ++contexts;
     MemoryReport lean;
+    StepTimeScratch time_scratch;
+    time_scratch.memo_context = scratch.memo_context;
+    TimeReport timed;
     for (const Strategy& s : sample) {
       const MemoryReport ref = reference_memory(model, run, cluster, s);
       std::string diff = difference(estimate_memory(model, run, cluster, s), ref);
@@ -180,6 +228,10 @@ TEST_CASE("reference memory model = fast memory model on 100,000+ strategies of 
         diff = "the search's totals: peak " + std::to_string(lean.peak) + " on stage " + std::to_string(lean.peak_stage) +
                ", reference " + std::to_string(ref.peak) + " on stage " + std::to_string(ref.peak_stage);
       }
+      const TimeReport ref_time = reference_step_time(model, run, cluster, s);
+      if (diff.empty()) diff = time_difference(estimate_step_time(model, run, cluster, s), ref_time);
+      estimate_step_time_into(timed, time_scratch, model, run, cluster, s, scratch.layout_plan(model, run, s));
+      if (diff.empty()) diff = time_difference(timed, ref_time);
       if (!diff.empty()) {
         FAIL_CHECK(strategy_to_string(s) << ": " << diff);
         break;
