@@ -143,8 +143,10 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   out << "\n" << rows.size() << " cases; median absolute error " << fixed(100 * med, 1) << "%; "
       << within << " within 10%\n";
   if (!rows.empty()) {
-    out << "worst under-estimate " << under->c->id << " " << fixed(100 * under->error, 1) << "%; worst over-estimate "
-        << over->c->id << " +" << fixed(100 * over->error, 1) << "%\n";
+    // Signed as the table prints them ("+3.2%", "-9.9%"): with one case, or every case on one
+    // side, the worst over-estimate can be an under-estimate (it printed "+-24.1%").
+    out << "worst under-estimate " << under->c->id << " " << percent(under->error) << "; worst over-estimate "
+        << over->c->id << " " << percent(over->error) << "\n";
   }
   if (!tokens_abs.empty()) {
     out << "throughput: " << tokens_abs.size() << " cases; median absolute error " << fixed(100 * tokens_med, 1)

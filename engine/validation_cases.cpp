@@ -129,9 +129,11 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
     if (!c.has(key)) c.fail(key, "missing");
   }
   vc.framework = c.optional_string("framework").value_or("");
-  const std::vector<std::string> frameworks = {"torchtitan", "megatron", "deepspeed", "other"};
+  // pytorch-probe: a run of tools/probe (FSDP2 and DTensor on one rank), priced with torchtitan's
+  // profile, which builds on the same PyTorch parts.
+  const std::vector<std::string> frameworks = {"torchtitan", "megatron", "deepspeed", "pytorch-probe", "other"};
   if (std::find(frameworks.begin(), frameworks.end(), vc.framework) == frameworks.end()) {
-    c.fail("framework", "expected torchtitan, megatron, deepspeed or other, got " + quoted_text(vc.framework));
+    c.fail("framework", "expected torchtitan, megatron, deepspeed, pytorch-probe or other, got " + quoted_text(vc.framework));
   }
   auto& notes = vc.defaults_taken;
 
@@ -147,8 +149,9 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   flags.seq = r.required_int("seq_len");
   flags.global_batch = r.required_int("global_batch_size");
   flags.micro_batch = r.required_int("micro_batch_size");
-  flags.framework = vc.framework == "other" ? "megatron" : vc.framework;
+  flags.framework = vc.framework == "other" ? "megatron" : vc.framework == "pytorch-probe" ? "torchtitan" : vc.framework;
   if (vc.framework == "other") notes.push_back("framework other -> megatron profile");
+  if (vc.framework == "pytorch-probe") notes.push_back("framework pytorch-probe -> torchtitan profile");
   const auto optimizer = p.optional_string("optimizer");
   if (optimizer && (*optimizer == "sgd" || *optimizer == "sgd_momentum")) flags.optimizer = "sgd_momentum";
   vc.run = make_run(flags, true, InputOrigin{src, "run", {{"seq", "run.seq_len"}, {"global_batch", "run.global_batch_size"},
@@ -217,7 +220,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   }
   const auto zero = s.optional_int("zero_stage", 0);
   if (zero && *zero > 3) s.fail("zero_stage", "expected 0, 1, 2 or 3");
-  st.zero = static_cast<int>(zero.value_or(vc.framework == "torchtitan" ? 3 : 1));
+  st.zero = static_cast<int>(zero.value_or(vc.framework == "torchtitan" || vc.framework == "pytorch-probe" ? 3 : 1));
   if (!zero) notes.push_back("null zero_stage -> " + std::to_string(st.zero));
   if (st.dp * st.cp == 1) st.zero = 0;  // one rank: nothing to shard
   st.shard_group = st.zero >= 1 ? s.optional_int("shard_group").value_or(st.dp * st.cp) : 1;
@@ -241,9 +244,11 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   if (st.recompute == Recompute::selective) {
     // torchtitan's per-op SAC keeps matmul and attention outputs: HyperParallel's policy (§7.5).
     // MoE layers (no analytic SAC record) fall back to HyperParallel's switches, the same policy.
-    vc.run.options.switches = vc.framework == "torchtitan" ? RecomputeSwitches::hyperparallel()
+    vc.run.options.switches = vc.framework == "torchtitan" || vc.framework == "pytorch-probe" ? RecomputeSwitches::hyperparallel()
                                                             : megatron_modules(detail);
-    if (vc.framework == "torchtitan") vc.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
+    if (vc.framework == "torchtitan" || vc.framework == "pytorch-probe") {
+      vc.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;  // the probe's SAC is torchtitan's
+    }
   }
 
   // Device and measurement.

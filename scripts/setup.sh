@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build pkg-config libtbb-dev libyaml-cpp-dev libboost-program-options-dev
-          doctest-dev libbenchmark-dev librsvg2-bin libxml2-utils)
+          doctest-dev libbenchmark-dev librsvg2-bin libxml2-utils python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
