@@ -1,0 +1,119 @@
+// A naive search beside the real one (issue 19): every candidate the space enumerates without
+// pruning, judged by the rule table one rule at a time (first_failure), scored by the plain
+// reference models, the front found by comparing every pair, the top-k by sorting. On small spaces
+// its output is the real search's: counts, front and top-k, in order.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/device_config.hpp"
+#include "engine/model_config.hpp"
+#include "engine/run_config.hpp"
+#include "engine/strategy_string.hpp"
+#include "estimators/reference_memory.hpp"
+#include "estimators/reference_step_time.hpp"
+#include "search/strategy_key.hpp"
+#include "search/strategy_search.hpp"
+#include "test_support.hpp"
+
+using namespace meshfit;
+
+namespace {
+
+struct Naive {
+  std::int64_t valid = 0, fitting = 0;
+  std::vector<ScoredStrategy> front, top;
+};
+
+Naive naive_search(const SearchSpace& space, std::size_t k) {
+  SearchSpace plain = space;
+  plain.prune_subtrees = false;
+  plain.weighted_tails = false;
+  const double budget = space.cluster->device.capacity;
+  Naive out;
+  std::vector<ScoredStrategy> fitting;
+  for (const auto& t : plain.triples()) {
+    plain.for_each(t, [&](const Strategy& s, const Position&) {
+      if (plain.first_failure(s)) return;
+      ++out.valid;
+      const MemoryReport mem = reference_memory(*space.model, *space.run, *space.cluster, s);
+      if (!(mem.peak <= budget)) return;
+      const TimeReport time = reference_step_time(*space.model, *space.run, *space.cluster, s);
+      ScoredStrategy x;
+      x.strategy = s;
+      x.mem = static_cast<std::int64_t>(std::ceil(mem.peak));
+      x.time_ns = std::llround(time.step * 1e9);
+      fitting.push_back(x);
+    }, [](std::size_t, std::int64_t) {});
+  }
+  out.fitting = static_cast<std::int64_t>(fitting.size());
+  for (const auto& x : fitting) {  // on the front: no other strategy at most as large and faster, or smaller and as fast
+    const bool beaten = std::any_of(fitting.begin(), fitting.end(), [&](const ScoredStrategy& y) {
+      return (y.mem <= x.mem && y.time_ns < x.time_ns) || (y.mem < x.mem && y.time_ns <= x.time_ns);
+    });
+    if (!beaten) out.front.push_back(x);
+  }
+  std::sort(out.front.begin(), out.front.end(), score_less);
+  std::sort(fitting.begin(), fitting.end(), score_less);
+  out.top.assign(fitting.begin(), fitting.begin() + static_cast<std::ptrdiff_t>(std::min(k, fitting.size())));
+  return out;
+}
+
+void expect_same(const std::vector<ScoredStrategy>& real, const std::vector<ScoredStrategy>& naive, const char* what) {
+  CAPTURE(what);
+  REQUIRE(real.size() == naive.size());
+  for (std::size_t i = 0; i < real.size(); ++i) {
+    CAPTURE(i);
+    CHECK(strategy_to_string(real[i].strategy) == strategy_to_string(naive[i].strategy));
+    CHECK(real[i].mem == naive[i].mem);
+    CHECK(real[i].time_ns == naive[i].time_ns);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the search's output is the naive search's on small spaces") {
+  struct Spec {
+    std::string model;
+    std::int64_t devices, seq, gb;
+    std::string rules;
+    bool policies_off;
+  };
+  const std::string d = test::data_path("models/");
+  for (const Spec& spec : std::vector<Spec>{{"llama-3.1-8b", 8, 4096, 32, "default", false},
+                                            {"llama-3.1-8b", 16, 8192, 64, "default", true},
+                                            {"llama-3.1-70b", 32, 4096, 64, "default", false},
+                                            {"mixtral-8x7b", 16, 4096, 64, "default", false},
+                                            {"mixtral-8x7b", 16, 4096, 32, "sapp-nd", false},
+                                            {"qwen3-30b-a3b", 8, 4096, 32, "default", true},
+                                            {d + "deepseek-v2-lite.json", 8, 2048, 32, "default", true},
+                                            {d + "tiny-moe.yaml", 8, 2048, 32, "default", true},
+                                            {d + "gpt2.json", 4, 1024, 16, "default", true},
+                                            {d + "qwen2-7b.json", 8, 4096, 16, "sapp-nd", true}}) {
+    CAPTURE(spec.model);
+    CAPTURE(spec.devices);
+    CAPTURE(spec.rules);
+    RunFlags f;
+    f.seq = spec.seq;
+    f.global_batch = spec.gb;
+    f.rules = spec.rules;
+    const Model model = load_model(spec.model);
+    const Run run = make_run(f, true);
+    const Cluster cluster = make_cluster("h100-80gb", spec.devices);
+    SearchSpace space;
+    space.model = &model;
+    space.run = &run;
+    space.cluster = &cluster;
+    if (spec.policies_off) space.policies.on.fill(false);
+    SearchOptions o;
+    o.top_k = 10;
+    const SearchResult real = run_search(space, o);
+    const Naive naive = naive_search(space, o.top_k);
+    CHECK(real.valid == naive.valid);
+    CHECK(real.fitting == naive.fitting);
+    CHECK(!naive.front.empty());  // each space has fitting strategies (784,000 valid over the ten)
+    expect_same(real.front, naive.front, "front");
+    expect_same(real.top, naive.top, "top");
+  }
+}
