@@ -699,23 +699,8 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
                         (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);
 
     // §11: totals.
-    const double stat = st.static_total();
-    const double backward = stat + st.deferred_grads + st.activations + st.transient;
-    const double step = stat + st.step_transient;
-    st.step_phase_binds = step > backward;
-    st.allocated = std::max(backward, step);
-    st.reserved = st.allocated * (1 + dev.fragmentation);
     st.communicators = statics.communicators[static_cast<std::size_t>(i)];
-    st.cuda_context = dev.overhead_context;
-    st.communicator_buffers = static_cast<double>(st.communicators) * dev.overhead_per_communicator;
-    st.workspaces = dev.overhead_workspaces;
-    st.ep_library = a.has_moe ? dev.overhead_ep_library : 0;
-    st.fixed_margin = dev.overhead_fixed;
-    st.device = st.reserved + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
-                st.fixed_margin;
-    report.static_floor = std::max(report.static_floor, st.static_total() * (1 + dev.fragmentation) + st.cuda_context +
-                                                            st.communicator_buffers + st.workspaces + st.ep_library +
-                                                            st.fixed_margin);
+    report.static_floor = std::max(report.static_floor, stage_totals(st, dev, a.has_moe));
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;
       report.peak_stage = i;

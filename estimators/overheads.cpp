@@ -1,5 +1,7 @@
 #include "estimators/overheads.hpp"
 
+#include <algorithm>
+
 namespace meshfit {
 
 std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const StageGroups& g) {
@@ -17,6 +19,23 @@ std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const Sta
   n += s.pp > 1;
   n += g.embedding_group;
   return n;
+}
+
+double stage_totals(StageMemory& st, const Device& dev, bool has_moe) {
+  const double stat = st.static_total();
+  const double backward = stat + st.deferred_grads + st.activations + st.transient;
+  const double step = stat + st.step_transient;
+  st.step_phase_binds = step > backward;
+  st.allocated = std::max(backward, step);
+  st.reserved = st.allocated * (1 + dev.fragmentation);
+  st.cuda_context = dev.overhead_context;
+  st.communicator_buffers = static_cast<double>(st.communicators) * dev.overhead_per_communicator;
+  st.workspaces = dev.overhead_workspaces;
+  st.ep_library = has_moe ? dev.overhead_ep_library : 0;
+  st.fixed_margin = dev.overhead_fixed;
+  st.device = st.reserved + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library + st.fixed_margin;
+  return stat * (1 + dev.fragmentation) + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
+         st.fixed_margin;
 }
 
 }  // namespace meshfit

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "estimators/device.hpp"
+#include "estimators/memory_report.hpp"
 #include "estimators/strategy.hpp"
 
 namespace meshfit {
@@ -15,5 +17,11 @@ struct StageGroups {
 
 // n_comm(i): one communicator per group of more than one rank (§11's table).
 std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const StageGroups& g);
+
+// §11's totals of a stage whose terms are set (model states, deferred gradients, activations,
+// transient, step transient, communicators): M_alloc (the backward or the optimizer-step phase),
+// M_reserved, the overheads outside the allocator and M_device. Returns the stage's static floor
+// (its model states in place of M_alloc), the search's ZeRO-setting bound.
+double stage_totals(StageMemory& st, const Device& dev, bool has_moe);
 
 }  // namespace meshfit

@@ -393,22 +393,9 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
                         (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);
 
     // §11: totals.
-    const double stat = st.static_total();
-    const double backward = stat + st.deferred_grads + st.activations + st.transient;
-    const double step = stat + st.step_transient;
-    st.step_phase_binds = step > backward;
-    st.allocated = std::max(backward, step);
-    st.reserved = st.allocated * (1 + dev.fragmentation);
     const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && t.split_ends && (st.embedding || st.head)};
     st.communicators = communicator_count(s, m.is_moe(), groups);
-    st.cuda_context = dev.overhead_context;
-    st.communicator_buffers = static_cast<double>(st.communicators) * dev.overhead_per_communicator;
-    st.workspaces = dev.overhead_workspaces;
-    st.ep_library = has_moe ? dev.overhead_ep_library : 0;
-    st.fixed_margin = dev.overhead_fixed;
-    const double overheads = st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library + st.fixed_margin;
-    st.device = st.reserved + overheads;
-    report.static_floor = std::max(report.static_floor, stat * (1 + dev.fragmentation) + overheads);
+    report.static_floor = std::max(report.static_floor, stage_totals(st, dev, has_moe));
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;
       report.peak_stage = i;
