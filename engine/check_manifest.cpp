@@ -109,11 +109,16 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
   if (!root.IsMap()) {
     throw InputError(path + ":" + std::to_string(root.Mark().line + 1) + ": expected a map; " + expected);
   }
+  // A model file given alone looks like a manifest with unknown keys: say what it needs instead.
+  const bool model_like = root["model_type"].IsDefined() || root["hidden_size"].IsDefined() || root["model"].IsDefined();
   for (const auto& kv : root) {
     const std::string k = kv.first.Scalar();
     if (k != "entries" && k != "defaults") {
       throw InputError(path + ":" + std::to_string(kv.first.Mark().line + 1), k,
-                       "unknown key" + suggestion_text(k, {"entries", "defaults"}));
+                       "unknown key" + suggestion_text(k, {"entries", "defaults"}) +
+                           (model_like ? "; this looks like a model file: checking model files takes --device, "
+                                         "--devices, --seq and --global-batch"
+                                       : ""));
     }
   }
   if (!root["entries"].IsDefined()) throw InputError(path, "entries", "missing; " + expected);

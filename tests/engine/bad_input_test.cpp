@@ -135,6 +135,9 @@ TEST_CASE("a manifest's own errors name the manifest and line (not '--device is 
   expect_input_error({"check", typo}, {typo + ":1: field 'entry': unknown key (did you mean entries?)"});
   const std::string empty = data_path("bad-input/manifest-empty.yaml");
   expect_input_error({"check", empty}, {empty + ": the manifest is empty"});
+  // A model file alone is read as a manifest (no --device): the error says what FILES mode needs.
+  const std::string model = data_path("models/custom-symbols.yaml");
+  expect_input_error({"check", model}, {"this looks like a model file: checking model files takes --device"});
   const std::string syntax = data_path("bad-input/manifest-syntax.yaml");
   expect_input_error({"check", syntax}, {syntax + ":3:", "malformed JSON/YAML"});
 }
