@@ -1,7 +1,8 @@
 // Issue 6's figure: `meshfit check` over 200 free entries (every strategy searched for each) of
 // realistic sizes — dense and MoE presets from 8B to 70B on 8 to 1,024 H100-80GB, sequence 4,096
 // or 8,192, global batch 256 to 2,048 — with all cores. Prints the wall time (median of 3) and
-// the per-entry median (`check_benchmark N`: N timed runs, 3 by default). Target: under 10 s on the 2-core machine. Never fails.
+// the per-entry median (`check_benchmark N`: N timed runs, 3 by default). Target: under 10 s on the 2-core machine.
+// Never fails.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,9 +46,10 @@ int main(int argc, char** argv) {
   }
   std::sort(walls.begin(), walls.end());
   std::sort(per_entry.begin(), per_entry.end());
-  std::printf("check: %zu free entries, %lld pass; wall time median of %d: %.2f s (min %.2f, max %.2f); "
-              "per entry median %.3f s, max %.3f s\n",
-              entries.size(), static_cast<long long>(passed), reps, walls[walls.size() / 2], walls.front(), walls.back(),
-              per_entry[per_entry.size() / 2], per_entry.back());
+  std::printf(
+      "check: %zu free entries, %lld pass; wall time median of %d: %.2f s (min %.2f, max %.2f); "
+      "per entry median %.3f s, max %.3f s\n",
+      entries.size(), static_cast<long long>(passed), reps, walls[walls.size() / 2], walls.front(), walls.back(),
+      per_entry[per_entry.size() / 2], per_entry.back());
   return 0;
 }

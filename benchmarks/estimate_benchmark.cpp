@@ -104,7 +104,8 @@ void BM_DeepSeekV3_pp16_zero_settings(benchmark::State& state) {
     const Inputs& in = flip ? b : a;
     flip = !flip;
     meshfit::estimate_memory_into(report, scratch, in.model, in.run, in.cluster, in.strategy);
-    meshfit::estimate_step_time_into(time, time_scratch, in.model, in.run, in.cluster, in.strategy, scratch.prepare_plan(in.model, in.strategy));
+    meshfit::estimate_step_time_into(time, time_scratch, in.model, in.run, in.cluster, in.strategy,
+                                     scratch.prepare_plan(in.model, in.strategy));
     benchmark::DoNotOptimize(report.peak);
     benchmark::DoNotOptimize(time.step);
   }

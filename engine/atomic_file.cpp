@@ -114,8 +114,9 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
       std::error_code ec;
       const bool same = fs::weakly_canonical(resolve_links(a), ec) == fs::weakly_canonical(resolve_links(b), ec);
       if (same) {
-        throw InputError("command line", flag_b, "names the same file as " + flag_a + " (" + quoted_text(b) +
-                                                     "); expected a file of its own for each report");
+        throw InputError("command line", flag_b,
+                         "names the same file as " + flag_a + " (" + quoted_text(b) +
+                             "); expected a file of its own for each report");
       }
     }
   }

@@ -13,8 +13,8 @@ constexpr double kMax = std::numeric_limits<double>::max();
 
 // Op names of §7.5 in the order of estimators/activation_census Op; unknown names count as other.
 std::size_t op_index(const std::string& name) {
-  static const char* const names[] = {"normOp", "attMM", "attBMM", "attUp", "softmax", "dropout",
-                                      "headCast", "gather", "ffMM", "ffAct", "linrec", "other"};
+  static const char* const names[] = {"normOp",   "attMM",  "attBMM", "attUp", "softmax", "dropout",
+                                      "headCast", "gather", "ffMM",   "ffAct", "linrec",  "other"};
   for (std::size_t i = 0; i < kMeasuredOps; ++i) {
     if (name == names[i]) return i;
   }
@@ -52,7 +52,8 @@ MeasuredCensus read_record(const Fields& rec, const std::string& kind, std::vect
   c.working_tp = required("working_tp");
   // Optional pairs, each stated whole or not at all.
   auto pair = [&](const char* a, const char* b) {
-    if (rec.has(a) != rec.has(b)) rec.fail(rec.has(a) ? b : a, std::string("missing; '") + a + "' and '" + b + "' come together");
+    if (rec.has(a) != rec.has(b))
+      rec.fail(rec.has(a) ? b : a, std::string("missing; '") + a + "' and '" + b + "' come together");
     return rec.has(a);
   };
   if (pair("selective", "selective_tp")) {

@@ -41,7 +41,8 @@ double parse_max_growth(const std::string& text) {
   std::string t = text;
   if (!t.empty() && t.back() == '%') t.pop_back();
   const auto v = parse_number(t);
-  if (!v || *v < 0) throw InputError("command line", "--max-growth", "expected a percentage >= 0 such as 5%, got " + quoted_text(text));
+  if (!v || *v < 0)
+    throw InputError("command line", "--max-growth", "expected a percentage >= 0 such as 5%, got " + quoted_text(text));
   return *v / 100;
 }
 

@@ -23,7 +23,8 @@ std::vector<std::string> expand_glob(const std::string& pattern, const std::stri
   if (::glob(full.c_str(), 0, nullptr, &g) == 0) {  // sorted by glob(3)
     for (std::size_t i = 0; i < g.gl_pathc; ++i) {
       std::error_code ec;
-      if (fs::is_regular_file(g.gl_pathv[i], ec) || fs::is_directory(g.gl_pathv[i], ec)) out.emplace_back(g.gl_pathv[i]);
+      if (fs::is_regular_file(g.gl_pathv[i], ec) || fs::is_directory(g.gl_pathv[i], ec))
+        out.emplace_back(g.gl_pathv[i]);
     }
   }
   ::globfree(&g);
@@ -42,10 +43,25 @@ bool looks_like_manifest(const std::string& path) {
 
 namespace {
 
-const std::vector<std::string> kEntryKeys = {
-    "name", "model", "device", "devices", "seq", "global_batch", "micro_batch", "grad_bytes", "precision",
-    "optimizer", "framework", "rules", "flash_attention", "recompute_switches", "run_options", "headroom",
-    "strategy", "max_peak_gib", "min_tokens_per_sec_per_device"};
+const std::vector<std::string> kEntryKeys = {"name",
+                                             "model",
+                                             "device",
+                                             "devices",
+                                             "seq",
+                                             "global_batch",
+                                             "micro_batch",
+                                             "grad_bytes",
+                                             "precision",
+                                             "optimizer",
+                                             "framework",
+                                             "rules",
+                                             "flash_attention",
+                                             "recompute_switches",
+                                             "run_options",
+                                             "headroom",
+                                             "strategy",
+                                             "max_peak_gib",
+                                             "min_tokens_per_sec_per_device"};
 
 bool path_like(const std::string& spec) {
   return spec.find('/') != std::string::npos || spec.ends_with(".json") || spec.ends_with(".yaml") ||
@@ -71,7 +87,8 @@ void read_fields(const YAML::Node& node, const YAML::Node& defaults, const std::
   e.origin.fields["model"] = own.has("model") ? own.path("model") : "defaults.model";
   e.origin.fields["strategy"] = own.path("strategy");
   e.device = pick("device").optional_string("device").value_or("");
-  if (e.device.empty()) throw InputError(source, own.path("device"), "missing; expected a device preset or a device YAML");
+  if (e.device.empty())
+    throw InputError(source, own.path("device"), "missing; expected a device preset or a device YAML");
   if (const auto d = pick("device").optional_string("device"); d && path_like(*d) && !fs::path(*d).is_absolute()) {
     e.device = (fs::path(base_dir) / *d).string();
   }
@@ -81,7 +98,8 @@ void read_fields(const YAML::Node& node, const YAML::Node& defaults, const std::
   e.run.seq = pick("seq").optional_int("seq");
   e.run.global_batch = pick("global_batch").optional_int("global_batch");
   if (!e.run.seq) throw InputError(source, own.path("seq"), "missing; expected the sequence length in tokens");
-  if (!e.run.global_batch) throw InputError(source, own.path("global_batch"), "missing; expected sequences per optimizer step");
+  if (!e.run.global_batch)
+    throw InputError(source, own.path("global_batch"), "missing; expected sequences per optimizer step");
   e.run.micro_batch = pick("micro_batch").optional_int("micro_batch");
   e.run.grad_bytes = pick("grad_bytes").optional_int("grad_bytes");
   e.run.precision = pick("precision").optional_string("precision");
@@ -110,7 +128,8 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
     throw InputError(path + ":" + std::to_string(root.Mark().line + 1) + ": expected a map; " + expected);
   }
   // A model file given alone looks like a manifest with unknown keys: say what it needs instead.
-  const bool model_like = root["model_type"].IsDefined() || root["hidden_size"].IsDefined() || root["model"].IsDefined();
+  const bool model_like =
+      root["model_type"].IsDefined() || root["hidden_size"].IsDefined() || root["model"].IsDefined();
   for (const auto& kv : root) {
     const std::string k = kv.first.Scalar();
     if (k != "entries" && k != "defaults") {
@@ -132,7 +151,8 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
     if (!defaults.IsMap()) throw InputError(path, "defaults", "expected a map of entry fields");
     Fields(defaults, path, "defaults").reject_unknown(kEntryKeys);
     if (defaults["name"].IsDefined()) throw InputError(path, "defaults.name", "a name belongs to one entry");
-    if (defaults["strategy"].IsDefined()) throw InputError(path, "defaults.strategy", "a pinned strategy belongs to one entry");
+    if (defaults["strategy"].IsDefined())
+      throw InputError(path, "defaults.strategy", "a pinned strategy belongs to one entry");
   }
   const std::string base_dir = fs::path(path).parent_path().string();
   std::vector<CheckEntry> out;
@@ -149,8 +169,10 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
         const Fields f(node, path, prefix);
         if (const auto n = f.optional_string("name")) e.name = printable(*n);  // reaches every report
         model = f.optional_string("model").value_or("");
-        if (model.empty() && has_defaults) model = Fields(defaults, path, "defaults").optional_string("model").value_or("");
-        if (model.empty()) throw InputError(path, f.path("model"), "missing; expected a model preset, a file or a glob");
+        if (model.empty() && has_defaults)
+          model = Fields(defaults, path, "defaults").optional_string("model").value_or("");
+        if (model.empty())
+          throw InputError(path, f.path("model"), "missing; expected a model preset, a file or a glob");
       }
       read_fields(node, defaults, path, prefix, base_dir, e);
     } catch (const InputError& err) {
@@ -180,7 +202,8 @@ std::vector<CheckEntry> read_check_manifest(const std::string& path) {
     // A path is relative to the manifest; a bare name is a preset unless such a file sits beside it.
     const fs::path beside = fs::path(base_dir) / model;
     std::error_code ec;
-    if (!find_preset("models", model) && (path_like(model) || fs::exists(beside, ec)) && fs::path(model).is_relative()) {
+    if (!find_preset("models", model) && (path_like(model) || fs::exists(beside, ec)) &&
+        fs::path(model).is_relative()) {
       e.model = beside.string();
       e.file = e.model;
       e.line = 0;

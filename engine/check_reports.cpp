@@ -21,9 +21,7 @@ Totals count(const std::vector<CheckResult>& results) {
   return t;
 }
 
-std::string upper(CheckStatus s) {
-  return s == CheckStatus::pass ? "PASS" : s == CheckStatus::fail ? "FAIL" : "ERROR";
-}
+std::string upper(CheckStatus s) { return s == CheckStatus::pass ? "PASS" : s == CheckStatus::fail ? "FAIL" : "ERROR"; }
 
 // What an entry found, for the summary line: the strategy's peak and headroom and its step time.
 std::string finding(const CheckResult& r) {
@@ -36,7 +34,6 @@ std::string finding(const CheckResult& r) {
 }
 
 }  // namespace
-
 
 void write_check_summary(const std::vector<CheckResult>& results, std::ostream& out) {
   TextTable t(4);  // every column left-aligned; no header row: each line stands alone in a CI log
@@ -101,8 +98,8 @@ void write_check_json(const std::vector<CheckResult>& results, std::ostream& out
 void write_check_junit(const std::vector<CheckResult>& results, std::ostream& out) {
   const Totals n = count(results);
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out << "<testsuites name=\"meshfit check\" tests=\"" << results.size() << "\" failures=\"" << n.fail
-      << "\" errors=\"" << n.error << "\">\n";
+  out << "<testsuites name=\"meshfit check\" tests=\"" << results.size() << "\" failures=\"" << n.fail << "\" errors=\""
+      << n.error << "\">\n";
   out << "  <testsuite name=\"meshfit check\" tests=\"" << results.size() << "\" failures=\"" << n.fail
       << "\" errors=\"" << n.error << "\" skipped=\"0\">\n";
   for (const auto& r : results) {
@@ -130,19 +127,26 @@ void write_github_annotations(const std::vector<CheckResult>& results, std::ostr
   auto data = [](const std::string& s) {
     std::string o;
     for (char c : s) {
-      if (c == '%') o += "%25";
-      else if (c == '\r') o += "%0D";
-      else if (c == '\n') o += "%0A";
-      else o += c;
+      if (c == '%')
+        o += "%25";
+      else if (c == '\r')
+        o += "%0D";
+      else if (c == '\n')
+        o += "%0A";
+      else
+        o += c;
     }
     return o;
   };
   auto property = [&](const std::string& s) {
     std::string o;
     for (char c : data(s)) {
-      if (c == ':') o += "%3A";
-      else if (c == ',') o += "%2C";
-      else o += c;
+      if (c == ':')
+        o += "%3A";
+      else if (c == ',')
+        o += "%2C";
+      else
+        o += c;
     }
     return o;
   };
@@ -151,8 +155,8 @@ void write_github_annotations(const std::vector<CheckResult>& results, std::ostr
     out << "::error ";
     if (!r.file.empty()) out << "file=" << property(r.file) << ",";
     if (r.line > 0) out << "line=" << r.line << ",";
-    out << "title=" << property("meshfit check " + std::string(to_string(r.status)) + ": " + r.name) << "::"
-        << data(r.reason) << '\n';
+    out << "title=" << property("meshfit check " + std::string(to_string(r.status)) + ": " + r.name)
+        << "::" << data(r.reason) << '\n';
   }
 }
 

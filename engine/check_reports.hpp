@@ -18,5 +18,4 @@ void write_check_junit(const std::vector<CheckResult>& results, std::ostream& ou
 // "::error file=F,line=N,title=T::message" per failed or invalid entry (workflow commands).
 void write_github_annotations(const std::vector<CheckResult>& results, std::ostream& out);
 
-
 }  // namespace meshfit

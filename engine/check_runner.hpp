@@ -27,8 +27,8 @@ struct CheckResult {
   std::optional<Strategy> strategy;
   std::optional<double> peak_gib, budget_gib, step_time_s, tokens_per_sec_per_device;
   std::int64_t peak_stage = 0;
-  std::vector<std::pair<std::string, double>> terms_gib;  // the peak stage's memory terms
-  std::int64_t valid = 0;                                 // free entries: valid strategies searched
+  std::vector<std::pair<std::string, double>> terms_gib;          // the peak stage's memory terms
+  std::int64_t valid = 0;                                         // free entries: valid strategies searched
   std::optional<double> baseline_peak_gib, baseline_step_time_s;  // from --baseline, when compared
   double seconds = 0;
 };

@@ -40,7 +40,8 @@ const std::map<std::string, CommandInfo>& commands() {
 }
 
 void print_usage(std::ostream& out) {
-  out << "meshfit " MESHFIT_VERSION " - find how to shard an LLM's training over a cluster\n\n"
+  out << "meshfit " MESHFIT_VERSION
+         " - find how to shard an LLM's training over a cluster\n\n"
          "Usage: meshfit <subcommand> [options]\n\nSubcommands:\n";
   for (const auto& [name, info] : commands()) {
     out << "  " << name << std::string(10 - name.size(), ' ') << info.summary << '\n';

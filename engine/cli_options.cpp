@@ -14,42 +14,39 @@
 namespace meshfit {
 
 void add_common_options(po::options_description& desc, CommonFlags& flags) {
-  desc.add_options()
-      ("format", po::value(&flags.format)->default_value("table"), "output format: table or json")
-      ("help,h", po::bool_switch(&flags.help), "show this help");
+  desc.add_options()("format", po::value(&flags.format)->default_value("table"), "output format: table or json")(
+      "help,h", po::bool_switch(&flags.help), "show this help");
 }
 
 void add_run_options(po::options_description& desc, RunFlags& flags) {
-  desc.add_options()
-      ("seq", po::value<std::int64_t>(), "sequence length in tokens")
-      ("global-batch", po::value<std::int64_t>(), "sequences per optimizer step")
-      ("micro-batch", po::value<std::int64_t>(), "sequences per micro-batch (default: free)")
-      ("grad-bytes", po::value<std::int64_t>(), "bytes per accumulated gradient element: 2 or 4")
-      ("precision", po::value<std::string>(),
-       "precision preset: megatron_bf16, deepspeed_fp16, fsdp2_bf16, fp32, bf16_moments "
-       "(default: the framework's)")
-      ("optimizer", po::value(&flags.optimizer)->default_value("adamw"),
-       "adamw, sgd_momentum, muon or adafactor")
-      ("no-flash-attention", po::bool_switch(&flags.no_flash_attention),
-       "attention materialises its s x s scores")
-      ("framework", po::value(&flags.framework)->default_value("megatron"),
-       "whose defaults apply: megatron, torchtitan or deepspeed")
-      ("rules", po::value(&flags.rules)->default_value("default"),
-       "memory-model rules: default or sapp-nd (the seed-compatible profile)")
-      ("recompute-switches", po::value<std::string>(),
-       "what selective recompute keeps: megatron_core_attn (default), hyperparallel, torchtitan_op, "
-       "mindformers or mindformers_select_comm")
-      ("run-options", po::value<std::string>(),
-       "YAML file of run options (memory-model spec §2.4 and §5.1 names: layers_per_vstage, fp8_saved_matmul_inputs, ...)");
+  desc.add_options()("seq", po::value<std::int64_t>(), "sequence length in tokens")(
+      "global-batch", po::value<std::int64_t>(), "sequences per optimizer step")(
+      "micro-batch", po::value<std::int64_t>(), "sequences per micro-batch (default: free)")(
+      "grad-bytes", po::value<std::int64_t>(), "bytes per accumulated gradient element: 2 or 4")(
+      "precision", po::value<std::string>(),
+      "precision preset: megatron_bf16, deepspeed_fp16, fsdp2_bf16, fp32, bf16_moments "
+      "(default: the framework's)")("optimizer", po::value(&flags.optimizer)->default_value("adamw"),
+                                    "adamw, sgd_momentum, muon or adafactor")(
+      "no-flash-attention", po::bool_switch(&flags.no_flash_attention), "attention materialises its s x s scores")(
+      "framework", po::value(&flags.framework)->default_value("megatron"),
+      "whose defaults apply: megatron, torchtitan or deepspeed")(
+      "rules", po::value(&flags.rules)->default_value("default"),
+      "memory-model rules: default or sapp-nd (the seed-compatible profile)")(
+      "recompute-switches", po::value<std::string>(),
+      "what selective recompute keeps: megatron_core_attn (default), hyperparallel, torchtitan_op, "
+      "mindformers or mindformers_select_comm")("run-options", po::value<std::string>(),
+                                                "YAML file of run options (memory-model spec §2.4 and §5.1 names: "
+                                                "layers_per_vstage, fp8_saved_matmul_inputs, ...)");
 }
 
 void add_cluster_options(po::options_description& desc, ClusterFlags& flags) {
-  desc.add_options()
-      ("model", po::value(&flags.model), "model preset, config.json, model YAML or a directory with a config.json")
-      ("device", po::value(&flags.device), "device preset or device YAML")
-      ("devices", po::value(&flags.devices), "number of devices (search: also a list 8,16,64 or a range 8..1024 of doublings)")
-      ("headroom", po::value(&flags.headroom)->default_value("0"),
-       "memory kept free: a percentage of the capacity (10%) or GiB");
+  desc.add_options()("model", po::value(&flags.model),
+                     "model preset, config.json, model YAML or a directory with a config.json")(
+      "device", po::value(&flags.device), "device preset or device YAML")(
+      "devices", po::value(&flags.devices),
+      "number of devices (search: also a list 8,16,64 or a range 8..1024 of doublings)")(
+      "headroom", po::value(&flags.headroom)->default_value("0"),
+      "memory kept free: a percentage of the capacity (10%) or GiB");
 }
 
 std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {
@@ -79,7 +76,8 @@ std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {
 
 std::int64_t single_device_count(const ClusterFlags& flags) {
   const auto v = parse_integer(flags.devices);
-  if (!v || *v < 1) throw InputError("command line", "--devices", "expected a positive integer, got " + quoted_text(flags.devices));
+  if (!v || *v < 1)
+    throw InputError("command line", "--devices", "expected a positive integer, got " + quoted_text(flags.devices));
   return *v;
 }
 
@@ -89,7 +87,8 @@ double parse_headroom(const std::string& text, double capacity, const InputOrigi
   if (percent) t.pop_back();
   const auto v = parse_number(t);
   if (!v || *v < 0 || (percent && *v >= 100)) {
-    throw InputError(origin.source, origin.field("--headroom"), "expected a percentage below 100% or a number of GiB >= 0, got " + quoted_text(text));
+    throw InputError(origin.source, origin.field("--headroom"),
+                     "expected a percentage below 100% or a number of GiB >= 0, got " + quoted_text(text));
   }
   const double bytes = percent ? capacity * *v / 100 : *v * 1024.0 * 1024.0 * 1024.0;
   if (!percent && bytes >= capacity) {  // no budget left: nothing could ever fit
@@ -149,7 +148,8 @@ po::variables_map parse_options(const std::string& command, const std::vector<st
 
 std::optional<po::variables_map> parse_or_help(const std::string& command, const std::vector<std::string>& args,
                                                const po::options_description& desc, const CommonFlags& common,
-                                               std::ostream& out, const po::positional_options_description* positional) {
+                                               std::ostream& out,
+                                               const po::positional_options_description* positional) {
   po::variables_map vm = parse_options(command, args, desc, positional);
   if (common.help) {
     out << desc << '\n';

@@ -38,17 +38,16 @@ int command_check(const std::vector<std::string>& args, std::ostream& out, std::
       "2 at least one entry could not be read or is invalid (or bad usage).\n\n"
       "Options");
   add_cluster_options(desc, cluster_flags);
-  desc.add_options()
-      ("strategy", po::value(&strategy), "FILES mode: the strategy every model must fit with")
-      ("max-peak-gib", po::value(&max_peak_gib), "FILES mode: expected maximum peak memory (GiB)")
-      ("min-tokens-per-sec", po::value(&min_tokens), "FILES mode: expected minimum tokens/s per device")
-      ("junit", po::value(&junit), "write a JUnit XML report to FILE (atomically)")
-      ("json", po::value(&json), "write the JSON report to FILE (atomically)")
-      ("baseline", po::value(&baseline), "an earlier --json report: fail entries that grew")
-      ("max-growth", po::value(&max_growth)->default_value("5%"),
-       "with --baseline: allowed growth of a pinned peak or a best step time")
-      ("threads", po::value(&threads)->default_value(0), "worker threads (default: all cores)")
-      ("input", po::value(&inputs)->composing(), "manifest or model files");
+  desc.add_options()("strategy", po::value(&strategy), "FILES mode: the strategy every model must fit with")(
+      "max-peak-gib", po::value(&max_peak_gib), "FILES mode: expected maximum peak memory (GiB)")(
+      "min-tokens-per-sec", po::value(&min_tokens), "FILES mode: expected minimum tokens/s per device")(
+      "junit", po::value(&junit), "write a JUnit XML report to FILE (atomically)")(
+      "json", po::value(&json), "write the JSON report to FILE (atomically)")(
+      "baseline", po::value(&baseline), "an earlier --json report: fail entries that grew")(
+      "max-growth", po::value(&max_growth)->default_value("5%"),
+      "with --baseline: allowed growth of a pinned peak or a best step time")(
+      "threads", po::value(&threads)->default_value(0), "worker threads (default: all cores)")(
+      "input", po::value(&inputs)->composing(), "manifest or model files");
   add_run_options(desc, run_flags);
   add_common_options(desc, common);
   po::positional_options_description positional;
@@ -69,12 +68,13 @@ int command_check(const std::vector<std::string>& args, std::ostream& out, std::
   std::vector<CheckEntry> entries;
   // One YAML file without the FILES-mode cluster flags is a manifest, even one that does not
   // parse or lacks 'entries' (a typo): its error is then reported as the manifest's.
-  const bool manifest = inputs.size() == 1 && (looks_like_manifest(inputs[0]) ||
-                                               ((inputs[0].ends_with(".yaml") || inputs[0].ends_with(".yml")) &&
-                                                !vm.count("device") && !vm.count("devices")));
+  const bool manifest =
+      inputs.size() == 1 &&
+      (looks_like_manifest(inputs[0]) ||
+       ((inputs[0].ends_with(".yaml") || inputs[0].ends_with(".yml")) && !vm.count("device") && !vm.count("devices")));
   if (manifest) {
-    for (const char* flag : {"model", "device", "devices", "strategy", "seq", "global-batch", "max-peak-gib",
-                             "min-tokens-per-sec"}) {
+    for (const char* flag :
+         {"model", "device", "devices", "strategy", "seq", "global-batch", "max-peak-gib", "min-tokens-per-sec"}) {
       if (vm.count(flag)) {
         throw UsageError(std::string("meshfit check: --") + flag +
                          " applies to FILES mode; with a manifest set it in the manifest (or its defaults)");
@@ -99,7 +99,8 @@ int command_check(const std::vector<std::string>& args, std::ostream& out, std::
     if (vm.count("min-tokens-per-sec")) shared.min_tokens_per_sec_per_device = min_tokens;
     entries = entries_from_files(inputs, shared);
   }
-  const auto baseline_entries = baseline.empty() ? std::map<std::string, BaselineEntry>{} : read_check_baseline(baseline);
+  const auto baseline_entries =
+      baseline.empty() ? std::map<std::string, BaselineEntry>{} : read_check_baseline(baseline);
 
   const auto start = std::chrono::steady_clock::now();
   std::vector<CheckResult> results = run_checks(entries);

@@ -14,7 +14,8 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 int command_devices(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
   CommonFlags common;
-  po::options_description desc("Usage: meshfit devices [--format table|json]\n\nLists the bundled device presets.\nOptions");
+  po::options_description desc(
+      "Usage: meshfit devices [--format table|json]\n\nLists the bundled device presets.\nOptions");
   add_common_options(desc, common);
   if (!parse_or_help("devices", args, desc, common, out)) return 0;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
@@ -50,9 +51,8 @@ int command_devices(const std::vector<std::string>& args, std::ostream& out, std
   TextTable t;
   t.row({"name", "capacity GiB", "bf16 TFLOP/s", "HBM GB/s", "per node", "intra GB/s", "inter GB/s"});
   for (const auto& d : devices) {
-    t.row({d.name, fixed(d.capacity / kGiB, 2), fixed(d.peak_flops / 1e12, 1),
-           fixed(d.hbm_bandwidth / 1e9, 0), std::to_string(d.devices_per_node),
-           fixed(d.intra_bandwidth / 1e9, 0), fixed(d.inter_bandwidth / 1e9, 0)});
+    t.row({d.name, fixed(d.capacity / kGiB, 2), fixed(d.peak_flops / 1e12, 1), fixed(d.hbm_bandwidth / 1e9, 0),
+           std::to_string(d.devices_per_node), fixed(d.intra_bandwidth / 1e9, 0), fixed(d.inter_bandwidth / 1e9, 0)});
   }
   t.print(out);
   return 0;

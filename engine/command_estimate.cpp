@@ -39,10 +39,9 @@ std::vector<std::size_t> shown_stages(const MemoryReport& r) {
 
 // (JSON key, seconds) of the time terms of cli.md, summing to the step time.
 std::vector<std::pair<const char*, double>> time_terms(const TimeReport& t) {
-  return {{"forward", t.forward},     {"backward", t.backward},   {"recompute", t.recompute},
-          {"comm_tp", t.comm_tp},     {"comm_cp", t.comm_cp},     {"comm_ep", t.comm_ep},
-          {"comm_pp", t.comm_pp},     {"comm_zero", t.comm_zero}, {"bubble", t.bubble},
-          {"comm_dp", t.comm_dp},     {"optimizer", t.optimizer}};
+  return {{"forward", t.forward}, {"backward", t.backward}, {"recompute", t.recompute}, {"comm_tp", t.comm_tp},
+          {"comm_cp", t.comm_cp}, {"comm_ep", t.comm_ep},   {"comm_pp", t.comm_pp},     {"comm_zero", t.comm_zero},
+          {"bubble", t.bubble},   {"comm_dp", t.comm_dp},   {"optimizer", t.optimizer}};
 }
 
 void write_time_table(const TimeReport& t, std::ostream& out) {
@@ -63,7 +62,8 @@ void write_table(const Model& m, const Cluster& c, const Strategy& s, const Memo
   const auto cols = shown_stages(r);
   TextTable t;
   std::vector<std::string> head{"GiB per device"};
-  for (auto i : cols) head.push_back("stage " + std::to_string(i) + (static_cast<std::int64_t>(i) == r.peak_stage ? "*" : ""));
+  for (auto i : cols)
+    head.push_back("stage " + std::to_string(i) + (static_cast<std::int64_t>(i) == r.peak_stage ? "*" : ""));
   t.row(head);
   auto row = [&](const std::string& name, auto get) {
     std::vector<std::string> cells{name};
@@ -79,7 +79,8 @@ void write_table(const Model& m, const Cluster& c, const Strategy& s, const Memo
   });
   row("micro-batches in flight", [](const StageMemory& st) {
     std::string v;
-    for (std::size_t k = 0; k < st.chunk_inflight.size(); ++k) v += (k ? "/" : "") + std::to_string(st.chunk_inflight[k]);
+    for (std::size_t k = 0; k < st.chunk_inflight.size(); ++k)
+      v += (k ? "/" : "") + std::to_string(st.chunk_inflight[k]);
     return v;
   });
   const auto first_terms = stage_terms(r.stages[cols[0]]);
@@ -95,13 +96,12 @@ void write_table(const Model& m, const Cluster& c, const Strategy& s, const Memo
   t.print(out);
   out << "\ntransient candidates (GiB, stage " << r.peak_stage << "): ";
   const StageMemory& p = r.stages[static_cast<std::size_t>(r.peak_stage)];
-  out << "layer " << gib(p.tr_layer) << ", attention " << gib(p.tr_attn) << ", logits " << gib(p.tr_logits)
-      << ", fsdp " << gib(p.tr_fsdp) << ", buckets " << gib(p.tr_bucket) << ", cp " << gib(p.tr_cp) << ", ep "
-      << gib(p.tr_ep);
+  out << "layer " << gib(p.tr_layer) << ", attention " << gib(p.tr_attn) << ", logits " << gib(p.tr_logits) << ", fsdp "
+      << gib(p.tr_fsdp) << ", buckets " << gib(p.tr_bucket) << ", cp " << gib(p.tr_cp) << ", ep " << gib(p.tr_ep);
   if (s.schedule == Schedule::dualpipev) out << ", dualpipev overlap " << gib(p.tr_dpv);
   out << "; optimizer step " << gib(p.step_transient) << (p.step_phase_binds ? " (binds)" : "") << "\n";
-  out << "peak " << gib(r.peak) << " GiB on stage " << r.peak_stage << "; budget " << gib(r.budget)
-      << " GiB (capacity " << gib(r.capacity) << "); headroom " << gib(r.budget - r.peak) << " GiB\n";
+  out << "peak " << gib(r.peak) << " GiB on stage " << r.peak_stage << "; budget " << gib(r.budget) << " GiB (capacity "
+      << gib(r.capacity) << "); headroom " << gib(r.budget - r.peak) << " GiB\n";
   if (r.fits) {
     out << "fits\n";
   } else {
@@ -129,24 +129,38 @@ void write_json(const Model& m, const Run& run, const Strategy& s, const MemoryR
     j.key("in_flight").begin_array();
     for (auto n : st.chunk_inflight) j.value(n);
     j.end_array();
-    j.key("transients").begin_object()
-        .field("layer", st.tr_layer / kGiB).field("attention", st.tr_attn / kGiB)
-        .field("logits", st.tr_logits / kGiB).field("fsdp", st.tr_fsdp / kGiB)
-        .field("bucket", st.tr_bucket / kGiB).field("cp", st.tr_cp / kGiB).field("ep", st.tr_ep / kGiB)
-        .field("dualpipev", st.tr_dpv / kGiB).field("optimizer_step", st.step_transient / kGiB)
+    j.key("transients")
+        .begin_object()
+        .field("layer", st.tr_layer / kGiB)
+        .field("attention", st.tr_attn / kGiB)
+        .field("logits", st.tr_logits / kGiB)
+        .field("fsdp", st.tr_fsdp / kGiB)
+        .field("bucket", st.tr_bucket / kGiB)
+        .field("cp", st.tr_cp / kGiB)
+        .field("ep", st.tr_ep / kGiB)
+        .field("dualpipev", st.tr_dpv / kGiB)
+        .field("optimizer_step", st.step_transient / kGiB)
         .end_object();
     j.end_object();
   }
   j.end_array();
   if (s.cp > 1) {  // the seed's act_cp_layer, one attention layer (memory-model.md §10)
     const CpAttentionBreakdown b = cp_attention_breakdown(m, run, s, r.stages[0].tr_cp);
-    j.key("cp_breakdown").begin_object()
-        .field("cp", s.cp).field("s", run.seq).field("attention_type", b.attention_type)
-        .field("algorithm", to_string(s.cp_algo)).field("kv_cache", b.kv_cache)
-        .field("attention_scores", b.attention_scores).field("softmax_outputs", b.softmax_outputs)
-        .field("dropout_mask", b.dropout_mask).field("s2_reduction", b.s2_reduction)
-        .field("kv_reduction", b.kv_reduction).field("comm_buffer", b.comm_buffer)
-        .field("total_memory", b.total_memory).field("total_reduction", b.total_reduction)
+    j.key("cp_breakdown")
+        .begin_object()
+        .field("cp", s.cp)
+        .field("s", run.seq)
+        .field("attention_type", b.attention_type)
+        .field("algorithm", to_string(s.cp_algo))
+        .field("kv_cache", b.kv_cache)
+        .field("attention_scores", b.attention_scores)
+        .field("softmax_outputs", b.softmax_outputs)
+        .field("dropout_mask", b.dropout_mask)
+        .field("s2_reduction", b.s2_reduction)
+        .field("kv_reduction", b.kv_reduction)
+        .field("comm_buffer", b.comm_buffer)
+        .field("total_memory", b.total_memory)
+        .field("total_reduction", b.total_reduction)
         .end_object();
   }
   j.field("step_time_s", t.step);
@@ -191,7 +205,8 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out, st
     const double tokens = static_cast<double>(run.seq) / static_cast<double>(s.cp);
     if (c.seq_length != tokens) {
       warnings.push_back("the " + c.kind + " census was measured at " + fixed(c.seq_length, 0) +
-                         " tokens per CP rank, this run has " + fixed(tokens, 0) + "; its bytes per token are used as measured");
+                         " tokens per CP rank, this run has " + fixed(tokens, 0) +
+                         "; its bytes per token are used as measured");
     }
   }
   for (const auto& w : warnings) err << "meshfit estimate: warning: " << w << '\n';

@@ -40,8 +40,8 @@ int command_explain(const std::vector<std::string>& args, std::ostream& out, std
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
-  const StrategyInputs in = load_strategy_inputs("explain", vm, {"model", "device", "devices", "strategy"}, cluster_flags,
-                                                 run_flags, strategy_text, false);
+  const StrategyInputs in = load_strategy_inputs("explain", vm, {"model", "device", "devices", "strategy"},
+                                                 cluster_flags, run_flags, strategy_text, false);
   const Model& model = in.model;
   const Cluster& cluster = in.cluster;
   const Run& run = in.run;
@@ -77,15 +77,22 @@ int command_explain(const std::vector<std::string>& args, std::ostream& out, std
     for (Policy p : e.policies) j.value(policy_name(p));
     j.end_array();
     if (valid) {
-      j.field("fits", r.fits).field("budget_gib", r.budget / kGiB).field("peak_memory_gib", r.peak / kGiB)
-          .field("peak_stage", r.peak_stage).field("headroom_gib", (r.budget - r.peak) / kGiB)
+      j.field("fits", r.fits)
+          .field("budget_gib", r.budget / kGiB)
+          .field("peak_memory_gib", r.peak / kGiB)
+          .field("peak_stage", r.peak_stage)
+          .field("headroom_gib", (r.budget - r.peak) / kGiB)
           .field("step_time_s", e.time.step);
       if (!r.fits) {
         j.key("overflow").begin_object().field("stage", r.peak_stage).field("excess_gib", excess / kGiB);
         j.key("terms").begin_array();
         for (const auto& [name, bytes] : terms) {
-          j.begin_object().field("term", name).field("gib", bytes / kGiB).field("share", bytes / peak->device)
-              .field("alone_fits", bytes >= excess).end_object();
+          j.begin_object()
+              .field("term", name)
+              .field("gib", bytes / kGiB)
+              .field("share", bytes / peak->device)
+              .field("alone_fits", bytes >= excess)
+              .end_object();
         }
         j.end_array().key("other_stages").begin_array();
         for (const auto& st : r.stages) {
@@ -99,8 +106,11 @@ int command_explain(const std::vector<std::string>& args, std::ostream& out, std
       for (const auto& ch : e.changes) {
         j.begin_object().field("change", ch.change).key("strategy");
         write_strategy_json(j, ch.strategy);
-        j.field("peak_memory_gib", ch.peak / kGiB).field("headroom_gib", -ch.excess / kGiB)
-            .field("step_time_s", ch.step).field("delta_time", ch.step / e.time.step - 1).field("fits", ch.fits)
+        j.field("peak_memory_gib", ch.peak / kGiB)
+            .field("headroom_gib", -ch.excess / kGiB)
+            .field("step_time_s", ch.step)
+            .field("delta_time", ch.step / e.time.step - 1)
+            .field("fits", ch.fits)
             .end_object();
       }
       j.end_array();
@@ -116,7 +126,8 @@ int command_explain(const std::vector<std::string>& args, std::ostream& out, std
     for (HardRule h : e.broken) out << "  " << explain_rule(h, model, run, cluster, s) << '\n';
     return 1;
   }
-  for (Policy p : e.policies) out << "note: breaks policy " << policy_id(p) << " " << policy_name(p) << " (a practice rule the search applies)\n";
+  for (Policy p : e.policies)
+    out << "note: breaks policy " << policy_id(p) << " " << policy_name(p) << " (a practice rule the search applies)\n";
   out << "step time " << fixed(e.time.step, 3) << " s; peak " << gib(r.peak) << " GiB on stage " << r.peak_stage
       << "; budget " << gib(r.budget) << " GiB\n";
   if (r.fits) {

@@ -25,10 +25,9 @@ int command_export(const std::vector<std::string>& args, std::ostream& out, std:
       "A strategy the trainer cannot express is an error (exit 2) that says which part and why.\n"
       "--strategy also takes a train YAML written by --to hyperparallel.\nOptions");
   add_cluster_options(desc, cluster_flags);
-  desc.add_options()
-      ("strategy", po::value(&strategy_text), "the strategy string (or a train YAML path)")
-      ("to", po::value(&to), "megatron, torchtitan, deepspeed or hyperparallel")
-      ("output,o", po::value(&output), "write to FILE (atomically) instead of stdout");
+  desc.add_options()("strategy", po::value(&strategy_text), "the strategy string (or a train YAML path)")(
+      "to", po::value(&to), "megatron, torchtitan, deepspeed or hyperparallel")(
+      "output,o", po::value(&output), "write to FILE (atomically) instead of stdout");
   add_run_options(desc, run_flags);
   desc.add_options()("help,h", po::bool_switch(&common.help), "show this help");
   const auto parsed = parse_or_help("export", args, desc, common, out);
@@ -36,9 +35,11 @@ int command_export(const std::vector<std::string>& args, std::ostream& out, std:
   const po::variables_map& vm = *parsed;
   if (!vm.count("to")) throw UsageError("meshfit export: --to is required\nTry 'meshfit export --help'.");
   const auto format = trainer_format_by_name(to);
-  if (!format) throw InputError("command line", "--to", std::string("one of ") + trainer_format_names() + ", got " + quoted_text(to));
-  const StrategyInputs in = load_strategy_inputs("export", vm, {"model", "device", "devices", "strategy"}, cluster_flags,
-                                                 run_flags, strategy_text);
+  if (!format)
+    throw InputError("command line", "--to",
+                     std::string("one of ") + trainer_format_names() + ", got " + quoted_text(to));
+  const StrategyInputs in = load_strategy_inputs("export", vm, {"model", "device", "devices", "strategy"},
+                                                 cluster_flags, run_flags, strategy_text);
   const Model& model = in.model;
   const Run& run = in.run;
   const Strategy& s = in.strategy;

@@ -11,7 +11,8 @@ namespace meshfit {
 
 int command_models(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
   CommonFlags common;
-  po::options_description desc("Usage: meshfit models [--format table|json]\n\nLists the bundled model presets.\nOptions");
+  po::options_description desc(
+      "Usage: meshfit models [--format table|json]\n\nLists the bundled model presets.\nOptions");
   add_common_options(desc, common);
   if (!parse_or_help("models", args, desc, common, out)) return 0;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
@@ -41,9 +42,8 @@ int command_models(const std::vector<std::string>& args, std::ostream& out, std:
   t.row({"name", "type", "layers", "hidden", "heads", "kv", "experts", "parameters", "activated"});
   for (const auto& m : models) {
     const ModelParams p = model_params(m);
-    t.row({m.name, m.model_type, std::to_string(m.layers), std::to_string(m.hidden),
-           std::to_string(m.heads), std::to_string(m.kv_heads),
-           m.experts ? std::to_string(m.top_k) + "/" + std::to_string(m.experts) : "-",
+    t.row({m.name, m.model_type, std::to_string(m.layers), std::to_string(m.hidden), std::to_string(m.heads),
+           std::to_string(m.kv_heads), m.experts ? std::to_string(m.top_k) + "/" + std::to_string(m.experts) : "-",
            billions(p.main_total()), billions(p.activated)});
   }
   t.print(out);

@@ -45,7 +45,10 @@ std::vector<std::int64_t> int_list(const std::string& flag, const std::string& t
   std::string item;
   while (std::getline(in, item, ',')) {
     const auto v = parse_integer(item);
-    if (!v || *v < min) throw InputError("command line", flag, "expected a comma-separated list of integers >= " + std::to_string(min) + ", got " + quoted_text(text));
+    if (!v || *v < min)
+      throw InputError(
+          "command line", flag,
+          "expected a comma-separated list of integers >= " + std::to_string(min) + ", got " + quoted_text(text));
     out.push_back(*v);
   }
   return out;
@@ -81,8 +84,11 @@ void report_verify_differences(const SearchSpace& space, const SearchResult& r, 
 void write_record_json(JsonWriter& j, const ScoredStrategy& x) {
   j.begin_object().key("strategy");
   write_strategy_json(j, x.strategy);
-  j.field("peak_memory_gib", x.peak_bytes / kGiB).field("peak_stage", x.peak_stage).field("step_time_s", x.step_s)
-      .field("tokens_per_sec_per_device", x.tokens_per_sec_per_device).field("mfu", x.mfu);
+  j.field("peak_memory_gib", x.peak_bytes / kGiB)
+      .field("peak_stage", x.peak_stage)
+      .field("step_time_s", x.step_s)
+      .field("tokens_per_sec_per_device", x.tokens_per_sec_per_device)
+      .field("mfu", x.mfu);
   j.end_object();
 }
 
@@ -94,8 +100,13 @@ void write_json(const SearchResult& r, std::ostream& out) {
   j.end_array().key("top").begin_array();
   for (const auto& x : r.top) write_record_json(j, x);
   j.end_array();
-  j.key("counts").begin_object().field("enumerated", r.enumerated).field("valid", r.valid)
-      .field("fitting", r.fitting).field("front", static_cast<std::int64_t>(r.front.size())).end_object();
+  j.key("counts")
+      .begin_object()
+      .field("enumerated", r.enumerated)
+      .field("valid", r.valid)
+      .field("fitting", r.fitting)
+      .field("front", static_cast<std::int64_t>(r.front.size()))
+      .end_object();
   j.key("rejected_by").begin_object();
   for (std::size_t i = 0; i < kRuleSlots; ++i) {
     if (r.histogram[i] > 0) j.field(slot_name(i), r.histogram[i]);
@@ -130,8 +141,9 @@ void write_records(const std::vector<ScoredStrategy>& xs, bool flag_dominated, s
 }
 
 void write_table(const Model& m, const Cluster& c, const Run& run, const SearchResult& r, std::ostream& out) {
-  out << "search " << printable(m.name) << " on " << c.devices << " x " << printable(c.device.name) << ", seq " << run.seq
-      << ", global batch " << run.global_batch << "; budget " << fixed(r.budget / kGiB, 2) << " GiB per device\n";
+  out << "search " << printable(m.name) << " on " << c.devices << " x " << printable(c.device.name) << ", seq "
+      << run.seq << ", global batch " << run.global_batch << "; budget " << fixed(r.budget / kGiB, 2)
+      << " GiB per device\n";
   if (r.interrupted) out << "INTERRUPTED: the results below cover only the part of the space searched\n";
   out << "\nPareto front (" << r.front.size() << "), fastest first:\n";
   write_records(r.front, false, out);
@@ -143,7 +155,9 @@ void write_table(const Model& m, const Cluster& c, const Run& run, const SearchR
   for (std::size_t i = 0; i < kRuleSlots; ++i) {
     if (r.histogram[i] > 0) rules.emplace_back(r.histogram[i], i);
   }
-  std::sort(rules.begin(), rules.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::sort(rules.begin(), rules.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
   out << "rejected by:";
   for (const auto& [n, i] : rules) out << "  " << slot_name(i) << " " << with_commas(n);
   out << '\n';
@@ -165,37 +179,36 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       "(peak memory vs step time) of those that fit, the fastest ones, and counts. Exit 0 when\n"
       "something fits, 1 when nothing does, 2 on bad input.\nOptions");
   add_cluster_options(desc, cluster_flags);
-  desc.add_options()
-      ("tp", po::value(&tp), "pin tensor parallelism (list: 4,8)")
-      ("cp", po::value(&cp), "pin context parallelism")
-      ("pp", po::value(&pp), "pin pipeline stages")
-      ("vpp", po::value(&vpp), "pin model chunks per pipeline rank")
-      ("ep", po::value(&ep), "pin expert parallelism")
-      ("etp", po::value(&etp), "pin expert tensor parallelism")
-      ("zero", po::value(&zero), "pin ZeRO stages (0,1,2,3)")
-      ("shard-group", po::value(&shard_group), "pin ZeRO shard groups")
-      ("mbs", po::value(&mbs), "pin micro-batch sizes")
-      ("sp", po::value(&sp), "pin sequence parallelism: true, false or both")
-      ("cp-algo", po::value(&cp_algo), "ring, ulysses, hybrid, allgather")
-      ("schedule", po::value(&schedule), "1f1b, interleaved_1f1b, gpipe, zb_h1, dualpipev")
-      ("recompute", po::value(&recompute), "none, selective, full")
-      ("policies", po::value(&policies), "switch policies: tp_in_node=off,even_split=on,...")
-      ("search-file", po::value(&search_file), "YAML of pins (auto, a value or a list per dimension), policies, "
-                                               "headroom, top and run_options; flags given here win")
-      ("top", po::value(&top)->default_value(10), "how many of the fastest fitting strategies to list (1 to 10,000)")
-      ("threads", po::value(&threads)->default_value(0), "worker threads (default 0: all cores; at most 1,024)")
-      ("no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)")
-      ("dedupe-ties", po::bool_switch(&dedupe_ties), "keep one strategy (the first by key) per exact tie on the front")
-      ("verify", po::bool_switch(&verify), "re-estimate every reported strategy from scratch and fail (exit 3) on any "
-                                          "difference from the search's figures (also MESHFIT_VERIFY=1)")
-      ("plot", po::value(&plot_file), "write an SVG chart of the search: fitting strategies, the front, the budget")
-      ("report", po::value(&report_file), "write a self-contained HTML report: inputs, front, chart, stage memory")
-      ("export-best", po::value(&export_best), "the fastest fitting strategy for a trainer: megatron, torchtitan, deepspeed or hyperparallel")
-      ("export-out", po::value(&export_out), "write --export-best's output to FILE (default: after the results; "
-                                             "with --format json, as its \"export\" field)");
+  desc.add_options()("tp", po::value(&tp), "pin tensor parallelism (list: 4,8)")(
+      "cp", po::value(&cp), "pin context parallelism")("pp", po::value(&pp), "pin pipeline stages")(
+      "vpp", po::value(&vpp), "pin model chunks per pipeline rank")("ep", po::value(&ep), "pin expert parallelism")(
+      "etp", po::value(&etp), "pin expert tensor parallelism")("zero", po::value(&zero), "pin ZeRO stages (0,1,2,3)")(
+      "shard-group", po::value(&shard_group), "pin ZeRO shard groups")("mbs", po::value(&mbs), "pin micro-batch sizes")(
+      "sp", po::value(&sp), "pin sequence parallelism: true, false or both")("cp-algo", po::value(&cp_algo),
+                                                                             "ring, ulysses, hybrid, allgather")(
+      "schedule", po::value(&schedule), "1f1b, interleaved_1f1b, gpipe, zb_h1, dualpipev")(
+      "recompute", po::value(&recompute), "none, selective, full")("policies", po::value(&policies),
+                                                                   "switch policies: tp_in_node=off,even_split=on,...")(
+      "search-file", po::value(&search_file),
+      "YAML of pins (auto, a value or a list per dimension), policies, "
+      "headroom, top and run_options; flags given here win")(
+      "top", po::value(&top)->default_value(10), "how many of the fastest fitting strategies to list (1 to 10,000)")(
+      "threads", po::value(&threads)->default_value(0), "worker threads (default 0: all cores; at most 1,024)")(
+      "no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)")(
+      "dedupe-ties", po::bool_switch(&dedupe_ties), "keep one strategy (the first by key) per exact tie on the front")(
+      "verify", po::bool_switch(&verify),
+      "re-estimate every reported strategy from scratch and fail (exit 3) on any "
+      "difference from the search's figures (also MESHFIT_VERIFY=1)")(
+      "plot", po::value(&plot_file), "write an SVG chart of the search: fitting strategies, the front, the budget")(
+      "report", po::value(&report_file), "write a self-contained HTML report: inputs, front, chart, stage memory")(
+      "export-best", po::value(&export_best),
+      "the fastest fitting strategy for a trainer: megatron, torchtitan, deepspeed or hyperparallel")(
+      "export-out", po::value(&export_out),
+      "write --export-best's output to FILE (default: after the results; "
+      "with --format json, as its \"export\" field)");
   add_run_options(desc, run_flags);
-  desc.add_options()("format", po::value(&common.format)->default_value("table"), "table, json or csv")
-      ("help,h", po::bool_switch(&common.help), "show this help");
+  desc.add_options()("format", po::value(&common.format)->default_value("table"), "table, json or csv")(
+      "help,h", po::bool_switch(&common.help), "show this help");
   const auto parsed = parse_or_help("search", args, desc, common, out);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
@@ -203,7 +216,8 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   check_flag_range("--top", static_cast<double>(top), 1, kMaxTop);
   check_flag_range("--threads", static_cast<double>(threads), 0, kMaxThreads);
   for (const char* required : {"model", "device", "devices"}) {
-    if (!vm.count(required)) throw UsageError(std::string("meshfit search: --") + required + " is required\nTry 'meshfit search --help'.");
+    if (!vm.count(required))
+      throw UsageError(std::string("meshfit search: --") + required + " is required\nTry 'meshfit search --help'.");
   }
   collect_run_flags(vm, run_flags);
   const Model model = load_model(cluster_flags.model);
@@ -215,7 +229,8 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   if (file && file->run_options.IsMap()) {
     apply_run_options(file->run_options, file->source, run, "run_options");
     // --run-options on the command line wins over the search file's.
-    if (run_flags.run_options_file) apply_run_options(load_yaml_file(*run_flags.run_options_file), *run_flags.run_options_file, run);
+    if (run_flags.run_options_file)
+      apply_run_options(load_yaml_file(*run_flags.run_options_file), *run_flags.run_options_file, run);
   }
 
   SearchSpace space;
@@ -242,17 +257,24 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   if (sp == "both") p.sp.clear();
   if (!sp.empty() && sp != "both") p.sp = name_list<bool>("--sp", sp, {{"true", true}, {"false", false}});
   if (!cp_algo.empty()) {
-    p.cp_algo = name_list<CpAlgo>("--cp-algo", cp_algo, {{"ring", CpAlgo::ring}, {"ulysses", CpAlgo::ulysses},
-                                                         {"hybrid", CpAlgo::hybrid}, {"allgather", CpAlgo::allgather}});
+    p.cp_algo = name_list<CpAlgo>("--cp-algo", cp_algo,
+                                  {{"ring", CpAlgo::ring},
+                                   {"ulysses", CpAlgo::ulysses},
+                                   {"hybrid", CpAlgo::hybrid},
+                                   {"allgather", CpAlgo::allgather}});
   }
   if (!schedule.empty()) {
     p.schedule = name_list<Schedule>("--schedule", schedule,
-                                     {{"1f1b", Schedule::one_f_one_b}, {"interleaved_1f1b", Schedule::interleaved_1f1b},
-                                      {"gpipe", Schedule::gpipe}, {"zb_h1", Schedule::zb_h1}, {"dualpipev", Schedule::dualpipev}});
+                                     {{"1f1b", Schedule::one_f_one_b},
+                                      {"interleaved_1f1b", Schedule::interleaved_1f1b},
+                                      {"gpipe", Schedule::gpipe},
+                                      {"zb_h1", Schedule::zb_h1},
+                                      {"dualpipev", Schedule::dualpipev}});
   }
   if (!recompute.empty()) {
-    p.recompute = name_list<Recompute>("--recompute", recompute, {{"none", Recompute::none}, {"selective", Recompute::selective},
-                                                                  {"full", Recompute::full}});
+    p.recompute = name_list<Recompute>(
+        "--recompute", recompute,
+        {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
   }
   if (!policies.empty()) {
     std::stringstream in(policies);
@@ -262,7 +284,11 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       const auto pol = policy_by_name(item.substr(0, eq));
       const std::string state = eq == std::string::npos ? "" : item.substr(eq + 1);
       if (!pol || (state != "on" && state != "off")) {
-        throw InputError("command line", "--policies", "expected name=on|off with names tp_in_node, tpcp_in_node, ep_in_node, powers_of_two, sp_with_tp, even_split, m_ge_pp, kv_heads_divisible, ulysses_kv_divisible, cp_min_tokens, hsdp_candidates, full_recompute_all, megatron_target; got " + quoted_text(item));
+        throw InputError("command line", "--policies",
+                         "expected name=on|off with names tp_in_node, tpcp_in_node, ep_in_node, powers_of_two, "
+                         "sp_with_tp, even_split, m_ge_pp, kv_heads_divisible, ulysses_kv_divisible, cp_min_tokens, "
+                         "hsdp_candidates, full_recompute_all, megatron_target; got " +
+                             quoted_text(item));
       }
       space.policies.on[static_cast<std::size_t>(*pol)] = state == "on";
     }
@@ -300,7 +326,9 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   std::optional<TrainerFormat> export_format;
   if (!export_best.empty()) {
     export_format = trainer_format_by_name(export_best);
-    if (!export_format) throw InputError("command line", "--export-best", std::string("one of ") + trainer_format_names() + ", got " + quoted_text(export_best));
+    if (!export_format)
+      throw InputError("command line", "--export-best",
+                       std::string("one of ") + trainer_format_names() + ", got " + quoted_text(export_best));
   }
   if (counts.size() > 1 && (!plot_file.empty() || !report_file.empty() || export_format)) {
     throw UsageError("meshfit search: --plot, --report and --export-best take a single device count");
@@ -339,13 +367,24 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       JsonWriter j(out);
       j.begin_object().key("device_counts").begin_array();
       for (const auto& [n, r] : results) {
-        j.begin_object().field("devices", n).field("enumerated", r.enumerated).field("valid", r.valid)
-            .field("fitting", r.fitting).field("front", static_cast<std::int64_t>(r.front.size())).key("best");
-        if (r.top.empty()) j.null(); else write_record_json(j, r.top.front());
+        j.begin_object()
+            .field("devices", n)
+            .field("enumerated", r.enumerated)
+            .field("valid", r.valid)
+            .field("fitting", r.fitting)
+            .field("front", static_cast<std::int64_t>(r.front.size()))
+            .key("best");
+        if (r.top.empty())
+          j.null();
+        else
+          write_record_json(j, r.top.front());
         j.field("interrupted", r.interrupted).field("seconds", r.seconds).end_object();
       }
       j.end_array().key("smallest_fitting_devices");
-      if (smallest) j.value(*smallest); else j.null();
+      if (smallest)
+        j.value(*smallest);
+      else
+        j.null();
       j.field("not_searched", static_cast<std::int64_t>(counts.size() - results.size()));
       j.field("interrupted", interrupted).end_object();
       out << '\n';
@@ -370,8 +409,9 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
         }
       }
       t.print(out, "  ");
-      out << (smallest ? std::string(interrupted ? "smallest device count found (interrupted, not proven smallest)" :
-                                                  "smallest device count with a fitting strategy") + ": " + std::to_string(*smallest)
+      out << (smallest ? std::string(interrupted ? "smallest device count found (interrupted, not proven smallest)"
+                                                 : "smallest device count with a fitting strategy") +
+                             ": " + std::to_string(*smallest)
                        : std::string(interrupted ? "no fitting strategy found before the interrupt"
                                                  : "no device count in the list has a fitting strategy"))
           << '\n';
@@ -397,14 +437,15 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       export_error = e.what();
     }
   }
-  const std::string title = model.name + " on " + std::to_string(cluster.devices) + " x " + cluster.device.name + ", seq " +
-                            std::to_string(run.seq) + ", global batch " + std::to_string(run.global_batch);
+  const std::string title = model.name + " on " + std::to_string(cluster.devices) + " x " + cluster.device.name +
+                            ", seq " + std::to_string(run.seq) + ", global batch " + std::to_string(run.global_batch);
   if (!plot_file.empty() || !report_file.empty()) {
     const std::string svg = front_chart_svg(result, title);
     if (!plot_file.empty()) write_file_atomically(plot_file, svg, "--plot");
     if (!report_file.empty()) {
       MemoryReport chosen;
-      if (!result.front.empty()) chosen = estimate_memory(model, run, cluster, result.front.front().strategy, options.headroom_bytes);
+      if (!result.front.empty())
+        chosen = estimate_memory(model, run, cluster, result.front.front().strategy, options.headroom_bytes);
       write_file_atomically(report_file, html_report(model, cluster, run, result, chosen, svg), "--report");
     }
   }
@@ -417,7 +458,13 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
     if (exported && export_out.empty()) {  // one more field at the end of the object
       std::ostringstream field;
       JsonWriter j(field);
-      j.begin_object().key("export").begin_object().field("format", export_best).field("text", exported->text).end_object().end_object();
+      j.begin_object()
+          .key("export")
+          .begin_object()
+          .field("format", export_best)
+          .field("text", exported->text)
+          .end_object()
+          .end_object();
       const std::string f = field.str();
       text = text.substr(0, text.rfind('}')) + "," + f.substr(1);
     }
@@ -426,7 +473,8 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
     write_csv(result, out);
   } else {
     write_table(model, cluster, run, result, out);
-    if (exported && export_out.empty()) out << "\n" << export_best << " configuration of the fastest:\n" << exported->text;
+    if (exported && export_out.empty())
+      out << "\n" << export_best << " configuration of the fastest:\n" << exported->text;
   }
   if (exported) {
     for (const auto& n : exported->notes) err << "meshfit search: note: " << n << '\n';
@@ -443,7 +491,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
     err << "meshfit search: nothing fits in " << fixed(result.budget / kGiB, 2) << " GiB per device";
     if (result.closest) {
       err << "; the closest valid strategy needs " << fixed(result.closest->peak_bytes / kGiB, 2)
-                << " GiB: " << strategy_to_string(result.closest->strategy);
+          << " GiB: " << strategy_to_string(result.closest->strategy);
     }
     err << '\n';
     return 1;

@@ -15,8 +15,7 @@ namespace meshfit {
 namespace {
 
 std::string kind_name(const Model& m, FfnKind ffn) {
-  return std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") +
-         (ffn == FfnKind::moe ? "_moe" : "_dense");
+  return std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") + (ffn == FfnKind::moe ? "_moe" : "_dense");
 }
 
 // Consecutive body layers of one kind, in model order: [("mla_dense", 3), ("mla_moe", 58)].
@@ -35,10 +34,14 @@ std::vector<std::pair<std::string, std::int64_t>> kind_runs(const Model& m) {
 
 // The parts of the parameter count, in report order.
 std::vector<std::pair<std::string, std::int64_t>> parts(const ModelParams& p) {
-  return {{"embedding", p.embedding},         {"positions", p.positions},
-          {"attention", p.attention},         {"mlp", p.dense_ffn},
-          {"routed_experts", p.routed_experts}, {"shared_experts", p.shared_experts},
-          {"router", p.router},               {"norms", p.layer_norms + p.final_norm},
+  return {{"embedding", p.embedding},
+          {"positions", p.positions},
+          {"attention", p.attention},
+          {"mlp", p.dense_ffn},
+          {"routed_experts", p.routed_experts},
+          {"shared_experts", p.shared_experts},
+          {"router", p.router},
+          {"norms", p.layer_norms + p.final_norm},
           {"output", p.output}};
 }
 
@@ -46,24 +49,38 @@ void write_json(const Model& m, std::ostream& out) {
   const ModelParams p = model_params(m);
   JsonWriter j(out);
   j.begin_object().field("name", m.name).field("model_type", m.model_type);
-  j.key("dims").begin_object()
-      .field("hidden", m.hidden).field("layers", m.layers).field("heads", m.heads)
-      .field("kv_heads", m.kv_heads).field("head_dim", m.head_dim).field("vocab", m.vocab)
-      .field("ffn", m.ffn).field("gated", m.gated)
+  j.key("dims")
+      .begin_object()
+      .field("hidden", m.hidden)
+      .field("layers", m.layers)
+      .field("heads", m.heads)
+      .field("kv_heads", m.kv_heads)
+      .field("head_dim", m.head_dim)
+      .field("vocab", m.vocab)
+      .field("ffn", m.ffn)
+      .field("gated", m.gated)
       .field("norm", m.norm == NormKind::rms ? "rms" : "ln")
-      .field("qkv_bias", m.qkv_bias).field("o_bias", m.o_bias).field("mlp_bias", m.mlp_bias)
-      .field("qk_norm", m.qk_norm).field("tie_word_embeddings", m.tie)
+      .field("qkv_bias", m.qkv_bias)
+      .field("o_bias", m.o_bias)
+      .field("mlp_bias", m.mlp_bias)
+      .field("qk_norm", m.qk_norm)
+      .field("tie_word_embeddings", m.tie)
       .field("position_embeddings", m.positions)
       .field("attention", m.attention == AttentionKind::mla ? "mla" : "gqa");
   if (m.attention == AttentionKind::mla) {
-    j.field("q_lora_rank", m.q_lora_rank).field("kv_lora_rank", m.kv_lora_rank)
-        .field("qk_nope_head_dim", m.qk_nope_dim).field("qk_rope_head_dim", m.qk_rope_dim)
+    j.field("q_lora_rank", m.q_lora_rank)
+        .field("kv_lora_rank", m.kv_lora_rank)
+        .field("qk_nope_head_dim", m.qk_nope_dim)
+        .field("qk_rope_head_dim", m.qk_rope_dim)
         .field("v_head_dim", m.v_head_dim);
   }
   if (m.is_moe()) {
-    j.field("experts", m.experts).field("experts_per_token", m.top_k)
-        .field("expert_ffn", m.expert_ffn).field("shared_experts", m.shared_experts)
-        .field("shared_expert_ffn", m.shared_expert_ffn).field("router_bias", m.router_bias)
+    j.field("experts", m.experts)
+        .field("experts_per_token", m.top_k)
+        .field("expert_ffn", m.expert_ffn)
+        .field("shared_experts", m.shared_experts)
+        .field("shared_expert_ffn", m.shared_expert_ffn)
+        .field("router_bias", m.router_bias)
         .field("first_dense_layers", m.first_dense);
   }
   j.field("mtp_depths", m.mtp_depths);
@@ -76,8 +93,10 @@ void write_json(const Model& m, std::ostream& out) {
   j.key("parameters").begin_object();
   for (const auto& [name, value] : parts(p)) j.field(name, value);
   j.field("total", p.main_total());
-  j.field("mtp", p.mtp).field("total_with_mtp", p.total_with_mtp())
-      .field("checkpoint_total", p.checkpoint_total()).field("activated", p.activated);
+  j.field("mtp", p.mtp)
+      .field("total_with_mtp", p.total_with_mtp())
+      .field("checkpoint_total", p.checkpoint_total())
+      .field("activated", p.activated);
   j.end_object().end_object();
   out << '\n';
 }
@@ -94,14 +113,14 @@ void write_table(const Model& m, std::ostream& out) {
   }
   dims.row({"attention heads", heads});
   if (m.attention == AttentionKind::mla) {
-    dims.row({"MLA", "q rank " + std::to_string(m.q_lora_rank) + ", kv rank " +
-                         std::to_string(m.kv_lora_rank) + ", qk " + std::to_string(m.qk_nope_dim) +
-                         "+" + std::to_string(m.qk_rope_dim) + ", v " + std::to_string(m.v_head_dim)});
+    dims.row({"MLA", "q rank " + std::to_string(m.q_lora_rank) + ", kv rank " + std::to_string(m.kv_lora_rank) +
+                         ", qk " + std::to_string(m.qk_nope_dim) + "+" + std::to_string(m.qk_rope_dim) + ", v " +
+                         std::to_string(m.v_head_dim)});
   }
   if (m.ffn > 0) dims.row({"FFN width", std::to_string(m.ffn) + (m.gated ? " (gated)" : " (not gated)")});
   if (m.is_moe()) {
-    std::string moe = std::to_string(m.experts) + " routed experts of width " +
-                      std::to_string(m.expert_ffn) + ", top-" + std::to_string(m.top_k);
+    std::string moe = std::to_string(m.experts) + " routed experts of width " + std::to_string(m.expert_ffn) +
+                      ", top-" + std::to_string(m.top_k);
     if (m.shared_experts > 0) {
       moe += ", " + std::to_string(m.shared_experts) + " shared of width " + std::to_string(m.shared_expert_ffn);
     }

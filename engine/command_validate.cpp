@@ -82,8 +82,10 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     rows.push_back(compare(c));
     abs_errors.push_back(std::fabs(rows.back().error));
   }
-  const auto under = std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
-  const auto over = std::max_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
+  const auto under =
+      std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
+  const auto over =
+      std::max_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
   const double med = median(abs_errors);
   std::vector<double> tokens_abs;
   const Row* tok_under = nullptr;
@@ -101,30 +103,47 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     JsonWriter j(out);
     j.begin_object().key("cases").begin_array();
     for (const auto& r : rows) {
-      j.begin_object().field("id", r.c->id).field("estimate_gib", r.estimate_gib)
-          .field("measured_gib", r.c->measured_gib).field("metric", to_string(r.c->metric))
-          .field("error", r.error).field("stage", r.stage);
+      j.begin_object()
+          .field("id", r.c->id)
+          .field("estimate_gib", r.estimate_gib)
+          .field("measured_gib", r.c->measured_gib)
+          .field("metric", to_string(r.c->metric))
+          .field("error", r.error)
+          .field("stage", r.stage);
       j.field("estimate_tokens_per_sec_per_device", r.tokens_per_sec);
       j.key("measured_tokens_per_sec_per_device");
-      if (r.c->measured_tokens_per_sec) j.value(*r.c->measured_tokens_per_sec); else j.null();
+      if (r.c->measured_tokens_per_sec)
+        j.value(*r.c->measured_tokens_per_sec);
+      else
+        j.null();
       j.key("tokens_error");
-      if (r.tokens_error) j.value(*r.tokens_error); else j.null();
+      if (r.tokens_error)
+        j.value(*r.tokens_error);
+      else
+        j.null();
       j.key("defaults").begin_array();
       for (const auto& d : r.c->defaults_taken) j.value(d);
       j.end_array().end_object();
     }
     j.end_array();
-    j.key("summary").begin_object().field("cases", static_cast<std::int64_t>(rows.size()))
-        .field("median_abs_error", med).field("within_10_percent", static_cast<std::int64_t>(within));
+    j.key("summary")
+        .begin_object()
+        .field("cases", static_cast<std::int64_t>(rows.size()))
+        .field("median_abs_error", med)
+        .field("within_10_percent", static_cast<std::int64_t>(within));
     if (!rows.empty()) {
-      j.field("worst_under_id", under->c->id).field("worst_under_error", under->error)
-          .field("worst_over_id", over->c->id).field("worst_over_error", over->error);
+      j.field("worst_under_id", under->c->id)
+          .field("worst_under_error", under->error)
+          .field("worst_over_id", over->c->id)
+          .field("worst_over_error", over->error);
     }
     j.field("throughput_cases", static_cast<std::int64_t>(tokens_abs.size()));
     if (!tokens_abs.empty()) {
       j.field("throughput_median_abs_error", tokens_med)
-          .field("throughput_worst_under_id", tok_under->c->id).field("throughput_worst_under_error", *tok_under->tokens_error)
-          .field("throughput_worst_over_id", tok_over->c->id).field("throughput_worst_over_error", *tok_over->tokens_error);
+          .field("throughput_worst_under_id", tok_under->c->id)
+          .field("throughput_worst_under_error", *tok_under->tokens_error)
+          .field("throughput_worst_over_id", tok_over->c->id)
+          .field("throughput_worst_over_error", *tok_over->tokens_error);
     }
     j.end_object().end_object();
     out << '\n';
@@ -137,11 +156,12 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     const bool has_tokens = r.c->measured_tokens_per_sec.has_value();
     t.row({r.c->id, to_string(r.c->metric), fixed(r.estimate_gib, 2), fixed(r.c->measured_gib, 2), percent(r.error),
            std::to_string(r.stage), fixed(r.tokens_per_sec, 0),
-           has_tokens ? fixed(*r.c->measured_tokens_per_sec, 0) : "-", r.tokens_error ? percent(*r.tokens_error) : "-"});
+           has_tokens ? fixed(*r.c->measured_tokens_per_sec, 0) : "-",
+           r.tokens_error ? percent(*r.tokens_error) : "-"});
   }
   t.print(out);
-  out << "\n" << rows.size() << " cases; median absolute error " << fixed(100 * med, 1) << "%; "
-      << within << " within 10%\n";
+  out << "\n"
+      << rows.size() << " cases; median absolute error " << fixed(100 * med, 1) << "%; " << within << " within 10%\n";
   if (!rows.empty()) {
     // Signed as the table prints them ("+3.2%", "-9.9%"): with one case, or every case on one
     // side, the worst over-estimate can be an under-estimate (it printed "+-24.1%").

@@ -1,5 +1,6 @@
 // One function per subcommand. Each parses its own flags, writes results to `out` and
-// diagnostics (warnings, "nothing fits") to `err`, returns an exit code, and throws InputError / UsageError for bad input (run_cli maps them to exit 2).
+// diagnostics (warnings, "nothing fits") to `err`, returns an exit code, and throws InputError / UsageError for bad
+// input (run_cli maps them to exit 2).
 #pragma once
 
 #include <ostream>

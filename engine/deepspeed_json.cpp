@@ -10,20 +10,28 @@ namespace meshfit {
 
 namespace {
 
-[[noreturn]] void cannot(const std::string& why) { throw ExportError("deepspeed cannot express this strategy: " + why); }
+[[noreturn]] void cannot(const std::string& why) {
+  throw ExportError("deepspeed cannot express this strategy: " + why);
+}
 
 }  // namespace
 
 TrainerConfig deepspeed_json(const Model&, const Run& run, const Strategy& s) {
-  if (s.tp > 1) cannot("its config JSON has no tensor-parallel degree (tp=" + std::to_string(s.tp) + "; set it in Megatron-DeepSpeed)");
-  if (s.pp > 1) cannot("its config JSON has no pipeline degree (pp=" + std::to_string(s.pp) + "; PipelineModule sets it in code)");
+  if (s.tp > 1)
+    cannot("its config JSON has no tensor-parallel degree (tp=" + std::to_string(s.tp) +
+           "; set it in Megatron-DeepSpeed)");
+  if (s.pp > 1)
+    cannot("its config JSON has no pipeline degree (pp=" + std::to_string(s.pp) + "; PipelineModule sets it in code)");
   if (s.cp > 1) cannot("its config JSON has no context/sequence-parallel degree (cp=" + std::to_string(s.cp) + ")");
-  if (s.ep > 1) cannot("its config JSON has no expert-parallel degree (ep=" + std::to_string(s.ep) + "; the MoE layer's ep_size sets it)");
+  if (s.ep > 1)
+    cannot("its config JSON has no expert-parallel degree (ep=" + std::to_string(s.ep) +
+           "; the MoE layer's ep_size sets it)");
   if (s.recompute == Recompute::selective) cannot("it has no selective activation recompute (recompute=selective)");
   const std::int64_t replicas = s.zero >= 1 ? s.dp / s.shard_group : 1;
   if (replicas > 1 && s.zero != 3) {
-    cannot("a ZeRO-" + std::to_string(s.zero) + " shard group of " + std::to_string(s.shard_group) + " smaller than dp=" +
-           std::to_string(s.dp) + " has no setting (MiCS, its hierarchical sharding, needs stage 3)");
+    cannot("a ZeRO-" + std::to_string(s.zero) + " shard group of " + std::to_string(s.shard_group) +
+           " smaller than dp=" + std::to_string(s.dp) +
+           " has no setting (MiCS, its hierarchical sharding, needs stage 3)");
   }
   std::ostringstream out;
   // DeepSpeed checks train_batch_size = micro batch x accumulation steps x data-parallel ranks.
@@ -38,8 +46,9 @@ TrainerConfig deepspeed_json(const Model&, const Run& run, const Strategy& s) {
   TrainerConfig r;
   r.text = out.str();
   if (s.recompute == Recompute::full) {
-    r.notes.push_back("recompute=full: DeepSpeed's JSON cannot switch activation checkpointing on; enable it in the model "
-                      "(Hugging Face: model.gradient_checkpointing_enable(); or deepspeed.checkpointing.checkpoint per layer)");
+    r.notes.push_back(
+        "recompute=full: DeepSpeed's JSON cannot switch activation checkpointing on; enable it in the model "
+        "(Hugging Face: model.gradient_checkpointing_enable(); or deepspeed.checkpointing.checkpoint per layer)");
   }
   return r;
 }

@@ -15,8 +15,8 @@ namespace {
 Device preset_device(const std::string& name, const std::string& source, const std::string& field) {
   const auto preset = find_preset("devices", name);
   if (!preset) {
-    throw InputError(source, field, "unknown device preset " + quoted_text(name) +
-                                        suggestion_text(name, preset_names("devices")));
+    throw InputError(source, field,
+                     "unknown device preset " + quoted_text(name) + suggestion_text(name, preset_names("devices")));
   }
   return device_from_yaml(parse_yaml_text(std::string(preset->content), preset->source), preset->source);
 }
@@ -25,11 +25,28 @@ Device preset_device(const std::string& name, const std::string& source, const s
 
 Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   const Fields f(doc, source);
-  f.reject_unknown({"name", "preset", "capacity", "fragmentation", "overhead_context",
-                    "overhead_per_communicator", "overhead_workspaces", "overhead_ep_library",
-                    "overhead_fixed", "peak_flops", "hbm_bandwidth", "devices_per_node",
-                    "intra_bandwidth", "inter_bandwidth", "eta_max", "kernel_overhead", "eta_intra",
-                    "eta_inter", "eta_a2a_inter", "alpha_intra", "alpha_inter", "eta_hbm"});
+  f.reject_unknown({"name",
+                    "preset",
+                    "capacity",
+                    "fragmentation",
+                    "overhead_context",
+                    "overhead_per_communicator",
+                    "overhead_workspaces",
+                    "overhead_ep_library",
+                    "overhead_fixed",
+                    "peak_flops",
+                    "hbm_bandwidth",
+                    "devices_per_node",
+                    "intra_bandwidth",
+                    "inter_bandwidth",
+                    "eta_max",
+                    "kernel_overhead",
+                    "eta_intra",
+                    "eta_inter",
+                    "eta_a2a_inter",
+                    "alpha_intra",
+                    "alpha_inter",
+                    "eta_hbm"});
   Device d;
   const auto base = f.optional_string("preset");
   if (base) d = preset_device(*base, source, "preset");
@@ -58,12 +75,13 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   };
   constexpr double kPiB = 1125899906842624.0;  // 2^50 bytes: capacity and overheads
   positive("capacity", d.capacity, 0, kPiB);
-  positive("peak_flops", d.peak_flops, 1e6, 1e18);      // FLOP/s
+  positive("peak_flops", d.peak_flops, 1e6, 1e18);        // FLOP/s
   positive("hbm_bandwidth", d.hbm_bandwidth, 1e6, 1e16);  // B/s, as the links'
   positive("intra_bandwidth", d.intra_bandwidth, 1e6, 1e16);
   positive("inter_bandwidth", d.inter_bandwidth, 1e6, 1e16);
   if (const auto v = f.optional_int("devices_per_node")) {
-    if (*v > kMaxDevices) f.fail("devices_per_node", "expected at most " + std::to_string(kMaxDevices) + ", got " + std::to_string(*v));
+    if (*v > kMaxDevices)
+      f.fail("devices_per_node", "expected at most " + std::to_string(kMaxDevices) + ", got " + std::to_string(*v));
     d.devices_per_node = *v;
   } else if (!base) {
     f.fail("devices_per_node", "missing; expected a positive integer");
@@ -93,16 +111,18 @@ Device load_device(const std::string& spec, const InputOrigin& origin) {
   const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".yaml") ||
                                spec.ends_with(".yml") || spec.ends_with(".json");
   if (!std::filesystem::exists(spec, ec) && !looks_like_path) {
-    throw InputError(origin.source, origin.field("--device"), "unknown device preset " + quoted_text(spec) +
-                     suggestion_text(spec, preset_names("devices")) + "; or give a path to a device YAML");
+    throw InputError(origin.source, origin.field("--device"),
+                     "unknown device preset " + quoted_text(spec) + suggestion_text(spec, preset_names("devices")) +
+                         "; or give a path to a device YAML");
   }
   return device_from_yaml(load_yaml_file(spec), spec);
 }
 
 Cluster make_cluster(const std::string& device_spec, std::int64_t devices, const InputOrigin& origin) {
   if (devices < 1 || devices > kMaxDevices) {
-    throw InputError(origin.source, origin.field("--devices"), "expected a positive integer up to " + std::to_string(kMaxDevices) +
-                     ", got " + std::to_string(devices));
+    throw InputError(
+        origin.source, origin.field("--devices"),
+        "expected a positive integer up to " + std::to_string(kMaxDevices) + ", got " + std::to_string(devices));
   }
   return Cluster{load_device(device_spec, origin), devices};
 }

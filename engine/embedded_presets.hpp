@@ -7,7 +7,7 @@
 namespace meshfit {
 
 struct EmbeddedFile {
-  std::string_view path;     // relative to data/, e.g. "models/llama-3.1-8b.json"
+  std::string_view path;  // relative to data/, e.g. "models/llama-3.1-8b.json"
   std::string_view content;
 };
 

@@ -10,7 +10,6 @@
 
 namespace meshfit {
 
-
 namespace {
 
 constexpr double kWidth = 860, kHeight = 520;
@@ -67,37 +66,43 @@ std::string front_chart_svg(const SearchResult& r, const std::string& title) {
   const double m_hi = std::max(budget_gib, 1.0) * 1.08;
   const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
   auto X = [&](double gib) { return kLeft + gib / m_hi * pw; };
-  auto Y = [&](double s) { return kTop + ph - (std::log10(s) - std::log10(t_lo)) / (std::log10(t_hi) - std::log10(t_lo)) * ph; };
+  auto Y = [&](double s) {
+    return kTop + ph - (std::log10(s) - std::log10(t_lo)) / (std::log10(t_hi) - std::log10(t_lo)) * ph;
+  };
 
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight << "\" viewBox=\"0 0 "
-    << kWidth << ' ' << kHeight << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+    << "\" viewBox=\"0 0 " << kWidth << ' ' << kHeight << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o << "<title>" << xml_escape(title) << "</title>\n";
   o << "<rect x=\"0\" y=\"0\" width=\"" << kWidth << "\" height=\"" << kHeight << "\" fill=\"white\"/>\n";
-  o << "<text x=\"" << kWidth / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(title) << "</text>\n";
+  o << "<text x=\"" << kWidth / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(title)
+    << "</text>\n";
   if (r.interrupted) {
-    o << "<text x=\"" << kWidth / 2 << "\" y=\"42\" text-anchor=\"middle\" font-size=\"13\" fill=\"#b00\">"
+    o << "<text x=\"" << kWidth / 2
+      << "\" y=\"42\" text-anchor=\"middle\" font-size=\"13\" fill=\"#b00\">"
          "INTERRUPTED: only the part of the space searched is shown</text>\n";
   }
   // Axes, ticks and grid.
   o << "<g stroke=\"#333\" fill=\"none\">\n";
-  o << "<line x1=\"" << kLeft << "\" y1=\"" << kTop + ph << "\" x2=\"" << kLeft + pw << "\" y2=\"" << kTop + ph << "\"/>\n";
+  o << "<line x1=\"" << kLeft << "\" y1=\"" << kTop + ph << "\" x2=\"" << kLeft + pw << "\" y2=\"" << kTop + ph
+    << "\"/>\n";
   o << "<line x1=\"" << kLeft << "\" y1=\"" << kTop << "\" x2=\"" << kLeft << "\" y2=\"" << kTop + ph << "\"/>\n";
   o << "</g>\n<g font-size=\"11\" fill=\"#333\">\n";
   const double m_step = m_hi > 400 ? 100 : m_hi > 160 ? 40 : m_hi > 80 ? 20 : m_hi > 40 ? 10 : m_hi > 16 ? 4 : 2;
   for (double g = 0; g <= m_hi; g += m_step) {
     o << "<line x1=\"" << X(g) << "\" y1=\"" << kTop + ph << "\" x2=\"" << X(g) << "\" y2=\"" << kTop + ph + 5
-      << "\" stroke=\"#333\"/><text x=\"" << X(g) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">" << number(g)
-      << "</text>\n";
+      << "\" stroke=\"#333\"/><text x=\"" << X(g) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">"
+      << number(g) << "</text>\n";
   }
   for (double t : log_ticks(t_lo, t_hi)) {
     o << "<line x1=\"" << kLeft - 5 << "\" y1=\"" << Y(t) << "\" x2=\"" << kLeft + pw << "\" y2=\"" << Y(t)
-      << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 8 << "\" y=\"" << Y(t) + 4 << "\" text-anchor=\"end\">" << number(t)
-      << "</text>\n";
+      << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 8 << "\" y=\"" << Y(t) + 4 << "\" text-anchor=\"end\">"
+      << number(t) << "</text>\n";
   }
   o << "</g>\n";
-  o << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kHeight - 14 << "\" text-anchor=\"middle\">peak memory per device (GiB)</text>\n";
+  o << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kHeight - 14
+    << "\" text-anchor=\"middle\">peak memory per device (GiB)</text>\n";
   o << "<text x=\"18\" y=\"" << kTop + ph / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " << kTop + ph / 2
     << ")\">step time (s, log scale)</text>\n";
   // Every fitting strategy: one faint dot per occupied cell.
@@ -118,7 +123,8 @@ std::string front_chart_svg(const SearchResult& r, const std::string& title) {
   // The front: a line by increasing memory, each point numbered (1 = fastest).
   std::vector<std::size_t> by_mem(r.front.size());
   for (std::size_t i = 0; i < by_mem.size(); ++i) by_mem[i] = i;
-  std::sort(by_mem.begin(), by_mem.end(), [&](std::size_t a, std::size_t b) { return r.front[a].mem < r.front[b].mem; });
+  std::sort(by_mem.begin(), by_mem.end(),
+            [&](std::size_t a, std::size_t b) { return r.front[a].mem < r.front[b].mem; });
   if (!r.front.empty()) {
     o << "<polyline fill=\"none\" stroke=\"#e67e22\" stroke-width=\"2\" points=\"";
     for (std::size_t i : by_mem) {
@@ -130,14 +136,17 @@ std::string front_chart_svg(const SearchResult& r, const std::string& title) {
   for (std::size_t i = 0; i < r.front.size(); ++i) {
     const auto& f = r.front[i];
     const double cx = X(f.peak_bytes / kGiB), cy = Y(f.step_s);
-    o << "<g><title>" << i + 1 << ": " << xml_escape(strategy_to_string(f.strategy)) << " | " << fixed(f.peak_bytes / kGiB, 2)
-      << " GiB, " << fixed(f.step_s, 3) << " s/step</title>"
-      << "<circle cx=\"" << fixed(cx, 1) << "\" cy=\"" << fixed(cy, 1) << "\" r=\"4\" fill=\"#e67e22\" stroke=\"#7a3d00\"/>"
-      << "<text x=\"" << fixed(cx + 6, 1) << "\" y=\"" << fixed(cy - 6, 1) << "\" font-size=\"10\">" << i + 1 << "</text></g>\n";
+    o << "<g><title>" << i + 1 << ": " << xml_escape(strategy_to_string(f.strategy)) << " | "
+      << fixed(f.peak_bytes / kGiB, 2) << " GiB, " << fixed(f.step_s, 3) << " s/step</title>"
+      << "<circle cx=\"" << fixed(cx, 1) << "\" cy=\"" << fixed(cy, 1)
+      << "\" r=\"4\" fill=\"#e67e22\" stroke=\"#7a3d00\"/>"
+      << "<text x=\"" << fixed(cx + 6, 1) << "\" y=\"" << fixed(cy - 6, 1) << "\" font-size=\"10\">" << i + 1
+      << "</text></g>\n";
   }
   o << "</g>\n";
   if (r.front.empty()) {
-    o << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kTop + ph / 2 << "\" text-anchor=\"middle\" font-size=\"16\">nothing fits</text>\n";
+    o << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kTop + ph / 2
+      << "\" text-anchor=\"middle\" font-size=\"16\">nothing fits</text>\n";
   }
   o << "</svg>\n";
   return o.str();

@@ -36,11 +36,13 @@ std::string stage_bars_svg(const MemoryReport& mem) {
       if (it == names.end()) it = names.insert(names.end(), name);
       const auto colour = kColours[static_cast<std::size_t>(it - names.begin()) % std::size(kColours)];
       const double w = bytes / scale_bytes * width;
-      o << "<rect x=\"" << fixed(x, 1) << "\" y=\"" << y << "\" width=\"" << fixed(w, 2) << "\" height=\"20\" fill=\"" << colour
-        << "\"><title>stage " << st.stage << ": " << xml_escape(name) << " " << fixed(bytes / kGiB, 2) << " GiB</title></rect>\n";
+      o << "<rect x=\"" << fixed(x, 1) << "\" y=\"" << y << "\" width=\"" << fixed(w, 2) << "\" height=\"20\" fill=\""
+        << colour << "\"><title>stage " << st.stage << ": " << xml_escape(name) << " " << fixed(bytes / kGiB, 2)
+        << " GiB</title></rect>\n";
       x += w;
     }
-    o << "<text x=\"" << fixed(x + 4, 1) << "\" y=\"" << y + 15 << "\">" << fixed(st.device / kGiB, 2) << " GiB</text>\n";
+    o << "<text x=\"" << fixed(x + 4, 1) << "\" y=\"" << y + 15 << "\">" << fixed(st.device / kGiB, 2)
+      << " GiB</text>\n";
   }
   const double bx = left + mem.budget / scale_bytes * width;
   o << "<line x1=\"" << fixed(bx, 1) << "\" y1=\"12\" x2=\"" << fixed(bx, 1) << "\" y2=\"" << height - 24
@@ -52,7 +54,8 @@ std::string stage_bars_svg(const MemoryReport& mem) {
   std::ostringstream legend;
   legend << "<p class=\"legend\">";
   for (std::size_t i = 0; i < names.size(); ++i) {
-    legend << "<span><i style=\"background:" << kColours[i % std::size(kColours)] << "\"></i>" << xml_escape(names[i]) << "</span> ";
+    legend << "<span><i style=\"background:" << kColours[i % std::size(kColours)] << "\"></i>" << xml_escape(names[i])
+           << "</span> ";
   }
   legend << "</p>\n";
   return o.str() + legend.str();
@@ -60,11 +63,12 @@ std::string stage_bars_svg(const MemoryReport& mem) {
 
 }  // namespace
 
-std::string html_report(const Model& m, const Cluster& c, const Run& run, const SearchResult& r, const MemoryReport& chosen,
-                        const std::string& chart_svg) {
+std::string html_report(const Model& m, const Cluster& c, const Run& run, const SearchResult& r,
+                        const MemoryReport& chosen, const std::string& chart_svg) {
   std::ostringstream o;
   const std::string title = "meshfit: " + m.name + " on " + std::to_string(c.devices) + " x " + c.device.name;
-  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" << xml_escape(title) << "</title>\n"
+  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" << xml_escape(title)
+    << "</title>\n"
     << "<style>\nbody{font-family:sans-serif;margin:2em;color:#222;max-width:1100px}\n"
        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\n"
        "td.s,th.s{text-align:left;font-family:monospace}\n.legend span{margin-right:1em;white-space:nowrap}\n"
@@ -75,14 +79,16 @@ std::string html_report(const Model& m, const Cluster& c, const Run& run, const 
     o << "<tr><th class=\"s\">" << xml_escape(k) << "</th><td class=\"s\">" << xml_escape(v) << "</td></tr>\n";
   };
   input("model", m.name + " (" + std::to_string(m.layers) + " layers, hidden " + std::to_string(m.hidden) + ")");
-  input("devices", std::to_string(c.devices) + " x " + c.device.name + ", " + fixed(c.device.capacity / kGiB, 1) + " GiB each");
+  input("devices",
+        std::to_string(c.devices) + " x " + c.device.name + ", " + fixed(c.device.capacity / kGiB, 1) + " GiB each");
   input("sequence length", std::to_string(run.seq));
   input("global batch", std::to_string(run.global_batch) + " sequences");
   input("memory budget", fixed(r.budget / kGiB, 2) + " GiB per device");
   input("strategies", with_commas(r.enumerated) + " enumerated, " + with_commas(r.valid) + " valid, " +
                           with_commas(r.fitting) + " fitting, " + std::to_string(r.front.size()) + " on the front");
   o << "</table>\n";
-  if (r.interrupted) o << "<p><strong>Interrupted: these results cover only the part of the space searched.</strong></p>\n";
+  if (r.interrupted)
+    o << "<p><strong>Interrupted: these results cover only the part of the space searched.</strong></p>\n";
   o << "<h2>Pareto front</h2>\n";
   if (r.front.empty()) {
     o << "<p>Nothing fits in the budget.</p>\n";
@@ -92,8 +98,9 @@ std::string html_report(const Model& m, const Cluster& c, const Run& run, const 
     for (std::size_t i = 0; i < r.front.size(); ++i) {
       const auto& f = r.front[i];
       o << "<tr><td>" << i + 1 << "</td><td class=\"s\">" << xml_escape(strategy_to_string(f.strategy)) << "</td><td>"
-        << fixed(f.step_s, 3) << "</td><td>" << fixed(f.peak_bytes / kGiB, 2) << "</td><td>" << f.peak_stage << "</td><td>"
-        << fixed(f.tokens_per_sec_per_device, 0) << "</td><td>" << fixed(100 * f.mfu, 1) << "%</td></tr>\n";
+        << fixed(f.step_s, 3) << "</td><td>" << fixed(f.peak_bytes / kGiB, 2) << "</td><td>" << f.peak_stage
+        << "</td><td>" << fixed(f.tokens_per_sec_per_device, 0) << "</td><td>" << fixed(100 * f.mfu, 1)
+        << "%</td></tr>\n";
     }
     o << "</table>\n";
   }

@@ -3,8 +3,8 @@
 // ulysses_degree_in_cp, expert_parallel, pipeline_stage, micro_batch_num, use_seq_parallel},
 // parallel {enable_parallel_optimizer, parallel_optimizer_config {optimizer_level,
 // optimizer_weight_shard_size}}, model.model_config.pp_interleave_num, runner_config.batch_size,
-// recompute_config {recompute, select_recompute}. Experts are split by model_parallel (etp = tp). meshfit reads its own export back
-// (strategy_string_from_train_yaml), so a strategy can travel as this file.
+// recompute_config {recompute, select_recompute}. Experts are split by model_parallel (etp = tp). meshfit reads its own
+// export back (strategy_string_from_train_yaml), so a strategy can travel as this file.
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -20,7 +20,9 @@ namespace meshfit {
 
 namespace {
 
-[[noreturn]] void cannot(const std::string& why) { throw ExportError("hyperparallel cannot express this strategy: " + why); }
+[[noreturn]] void cannot(const std::string& why) {
+  throw ExportError("hyperparallel cannot express this strategy: " + why);
+}
 
 }  // namespace
 
@@ -28,11 +30,12 @@ TrainerConfig hyperparallel_yaml(const Model& m, const Run&, const Strategy& s) 
   if (s.pp > 1 && s.schedule != Schedule::one_f_one_b && s.schedule != Schedule::interleaved_1f1b) {
     cannot(std::string("its pipeline runs 1F1B or interleaved 1F1B, not ") + to_string(s.schedule));
   }
-  if (s.cp > 1 && s.cp_algo == CpAlgo::allgather) cannot("it has no all-gather context parallelism (cp_algo=allgather)");
+  if (s.cp > 1 && s.cp_algo == CpAlgo::allgather)
+    cannot("it has no all-gather context parallelism (cp_algo=allgather)");
   // Its MoE layers split every expert's weights by model_parallel: expert TP is the TP degree.
   if (m.is_moe() && s.etp != s.tp) {
-    cannot("its experts are split by model_parallel, so etp must equal tp (etp=" + std::to_string(s.etp) + ", tp=" +
-           std::to_string(s.tp) + ")");
+    cannot("its experts are split by model_parallel, so etp must equal tp (etp=" + std::to_string(s.etp) +
+           ", tp=" + std::to_string(s.tp) + ")");
   }
   std::ostringstream out;
   out << "# meshfit strategy: " << strategy_to_string(s) << '\n';
@@ -43,7 +46,10 @@ TrainerConfig hyperparallel_yaml(const Model& m, const Run&, const Strategy& s) 
   out << "  context_parallel: " << s.cp << '\n';
   if (s.cp > 1) {
     out << "  context_parallel_algo: "
-        << (s.cp_algo == CpAlgo::ulysses ? "ulysses_cp" : s.cp_algo == CpAlgo::hybrid ? "hybrid_cp" : "colossalai_cp") << '\n';
+        << (s.cp_algo == CpAlgo::ulysses  ? "ulysses_cp"
+            : s.cp_algo == CpAlgo::hybrid ? "hybrid_cp"
+                                          : "colossalai_cp")
+        << '\n';
     if (s.cp_algo == CpAlgo::hybrid) out << "  ulysses_degree_in_cp: " << s.cp_u << '\n';
   }
   if (m.is_moe()) out << "  expert_parallel: " << s.ep << '\n';
@@ -60,7 +66,8 @@ TrainerConfig hyperparallel_yaml(const Model& m, const Run&, const Strategy& s) 
   out << "runner_config:\n  batch_size: " << s.micro_batch << '\n';
   out << "recompute_config:\n";
   if (s.recompute == Recompute::full) {
-    out << "  recompute: " << (s.recompute_layers == 0 ? std::string("true") : std::to_string(s.recompute_layers)) << '\n';
+    out << "  recompute: " << (s.recompute_layers == 0 ? std::string("true") : std::to_string(s.recompute_layers))
+        << '\n';
   } else {
     out << "  recompute: false\n";
   }
@@ -74,7 +81,9 @@ std::string strategy_string_from_train_yaml(const std::string& path) {
   const Fields root(load_yaml_file(path), path);
   const auto pc = root.optional_map("parallel_config");
   if (!pc) {
-    throw InputError(path, "parallel_config", "missing; expected a map (a HyperParallel / MindFormers train YAML, as `meshfit export --to hyperparallel` writes)");
+    throw InputError(path, "parallel_config",
+                     "missing; expected a map (a HyperParallel / MindFormers train YAML, as `meshfit export --to "
+                     "hyperparallel` writes)");
   }
   auto positive = [](const Fields& f, const char* field) { return f.optional_int(field, 1); };
   std::vector<std::string> kv;
@@ -91,28 +100,39 @@ std::string strategy_string_from_train_yaml(const std::string& path) {
   }
   take("pipeline_stage", "pp");
   take("micro_batch_num", "m");
-  if (const auto sp = pc->optional_bool("use_seq_parallel")) kv.push_back(std::string("sp=") + (*sp ? "true" : "false"));
+  if (const auto sp = pc->optional_bool("use_seq_parallel"))
+    kv.push_back(std::string("sp=") + (*sp ? "true" : "false"));
   if (const auto algo = pc->optional_string("context_parallel_algo")) {
-    if (*algo == "colossalai_cp") kv.push_back("cp_algo=ring");
-    else if (*algo == "ulysses_cp") kv.push_back("cp_algo=ulysses");
-    else if (*algo == "hybrid_cp") kv.push_back("cp_algo=hybrid");
-    else pc->fail("context_parallel_algo", "expected colossalai_cp, ulysses_cp or hybrid_cp, got " + quoted_text(*algo));
+    if (*algo == "colossalai_cp")
+      kv.push_back("cp_algo=ring");
+    else if (*algo == "ulysses_cp")
+      kv.push_back("cp_algo=ulysses");
+    else if (*algo == "hybrid_cp")
+      kv.push_back("cp_algo=hybrid");
+    else
+      pc->fail("context_parallel_algo", "expected colossalai_cp, ulysses_cp or hybrid_cp, got " + quoted_text(*algo));
   }
   if (const auto u = positive(*pc, "ulysses_degree_in_cp")) kv.push_back("cp_u=" + std::to_string(*u));
-  if (const auto par = root.optional_map("parallel"); par && par->optional_bool("enable_parallel_optimizer").value_or(false)) {
+  if (const auto par = root.optional_map("parallel");
+      par && par->optional_bool("enable_parallel_optimizer").value_or(false)) {
     int zero = 1;
     const auto poc = par->optional_map("parallel_optimizer_config");
     if (poc) {
       if (const auto level = poc->optional_string("optimizer_level")) {
-        if (*level == "level1") zero = 1;
-        else if (*level == "level2") zero = 2;
-        else if (*level == "level3") zero = 3;
-        else poc->fail("optimizer_level", "expected level1, level2 or level3, got " + quoted_text(*level));
+        if (*level == "level1")
+          zero = 1;
+        else if (*level == "level2")
+          zero = 2;
+        else if (*level == "level3")
+          zero = 3;
+        else
+          poc->fail("optimizer_level", "expected level1, level2 or level3, got " + quoted_text(*level));
       }
     }
     kv.push_back("zero=" + std::to_string(zero));
     if (poc) {
-      if (const auto g = positive(*poc, "optimizer_weight_shard_size")) kv.push_back("shard_group=" + std::to_string(*g));
+      if (const auto g = positive(*poc, "optimizer_weight_shard_size"))
+        kv.push_back("shard_group=" + std::to_string(*g));
     }
   }
   std::int64_t vpp = 1;

@@ -23,8 +23,8 @@ class InputError : public std::runtime_error {
 // ("ci.yaml: field 'entries[3].seq'", or 'defaults.seq' where the entry took it from there).
 struct InputOrigin {
   std::string source = "command line";
-  std::string prefix;                          // "entries[3]"; empty for the command line
-  std::map<std::string, std::string> fields;   // manifest key -> the path it was read from
+  std::string prefix;                         // "entries[3]"; empty for the command line
+  std::map<std::string, std::string> fields;  // manifest key -> the path it was read from
 
   // "--global-batch" -> itself on the command line, else the entry's "global_batch" path.
   std::string field(const std::string& flag) const {

@@ -9,7 +9,8 @@ namespace meshfit {
 namespace {
 
 std::atomic<bool> g_requested{false};
-struct sigaction g_previous_int {}, g_previous_term {};
+struct sigaction g_previous_int {
+}, g_previous_term{};
 
 extern "C" void on_signal(int) {
   // Only async-signal-safe calls here (POSIX.1-2017 §2.4.3): an atomic store, write, _exit.

@@ -16,8 +16,8 @@ int main(int argc, char** argv) {
   // success: say so and exit 2, as for an output file that cannot be written.
   if (!std::cout) {
     const int why = errno;
-    std::cerr << "meshfit: error: cannot write the output to stdout" << (why ? std::string(": ") + std::strerror(why) : "")
-              << '\n';
+    std::cerr << "meshfit: error: cannot write the output to stdout"
+              << (why ? std::string(": ") + std::strerror(why) : "") << '\n';
     if (code == meshfit::kExitOk || code == meshfit::kExitFailed) code = meshfit::kExitBadInput;
   }
   return code;

@@ -15,9 +15,7 @@ namespace meshfit {
 
 namespace {
 
-std::string layer_split_error(const std::string& why) {
-  return "megatron cannot express this strategy: " + why;
-}
+std::string layer_split_error(const std::string& why) { return "megatron cannot express this strategy: " + why; }
 
 }  // namespace
 
@@ -31,7 +29,8 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
   switch (s.schedule) {
     case Schedule::gpipe: throw ExportError(layer_split_error("Megatron-LM has no GPipe schedule (pp_schedule=gpipe)"));
     case Schedule::zb_h1: throw ExportError(layer_split_error("Megatron-LM has no ZB-H1 schedule (pp_schedule=zb_h1)"));
-    case Schedule::dualpipev: throw ExportError(layer_split_error("Megatron-LM has no DualPipeV schedule (pp_schedule=dualpipev)"));
+    case Schedule::dualpipev:
+      throw ExportError(layer_split_error("Megatron-LM has no DualPipeV schedule (pp_schedule=dualpipev)"));
     default: break;
   }
   if (!o.layers_per_vstage.empty()) {
@@ -59,7 +58,8 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
       case CpAlgo::allgather: a.push_back("--cp-comm-type allgather"); break;
       case CpAlgo::hybrid:
         a.push_back("--cp-comm-type a2a+p2p");
-        a.push_back("--hierarchical-context-parallel-sizes " + std::to_string(s.cp_u) + " " + std::to_string(s.cp_ring()));
+        a.push_back("--hierarchical-context-parallel-sizes " + std::to_string(s.cp_u) + " " +
+                    std::to_string(s.cp_ring()));
         break;
       case CpAlgo::none: break;
     }
@@ -78,11 +78,12 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
     default:
       if (replicas > 1) {
         throw ExportError(layer_split_error("Megatron FSDP shards over the whole data-parallel group; a ZeRO-" +
-                                            std::to_string(s.zero) + " shard group of " + std::to_string(s.shard_group) +
-                                            " (HSDP) has no flag"));
+                                            std::to_string(s.zero) + " shard group of " +
+                                            std::to_string(s.shard_group) + " (HSDP) has no flag"));
       }
       a.push_back("--use-megatron-fsdp");
-      a.push_back(std::string("--data-parallel-sharding-strategy ") + (s.zero == 2 ? "optim_grads" : "optim_grads_params"));
+      a.push_back(std::string("--data-parallel-sharding-strategy ") +
+                  (s.zero == 2 ? "optim_grads" : "optim_grads_params"));
   }
   if (s.recompute == Recompute::selective) {
     a.push_back("--recompute-granularity selective");
@@ -111,8 +112,9 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
   TrainerConfig r;
   r.text = out.str();
   if (s.recompute == Recompute::full && s.recompute_layers > 0 && o.recompute_rest == Recompute::selective) {
-    r.notes.push_back("the layers beyond the fully recomputed ones use selective recompute in meshfit's estimate; "
-                      "Megatron-LM takes one granularity, so they run without recompute there");
+    r.notes.push_back(
+        "the layers beyond the fully recomputed ones use selective recompute in meshfit's estimate; "
+        "Megatron-LM takes one granularity, so they run without recompute there");
   }
   return r;
 }

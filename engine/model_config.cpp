@@ -36,14 +36,13 @@ struct Draft {
   Sourced<std::int64_t> r_q, r_kv, d_nope, d_rope, d_v;
   std::vector<std::int64_t> mlp_only_layers;
   std::string mlp_only_field;
-  bool moe_every_layer = false;  // mixtral: every layer is MoE
+  bool moe_every_layer = false;    // mixtral: every layer is MoE
   bool moe_deepseek_rule = false;  // ℓ ≥ L_0 and ℓ mod q_moe = 0
   bool attention_dropout = false, hidden_dropout = false, embedding_dropout = false;
 };
 
-const std::vector<std::string> kTypes = {"llama",  "mistral",   "mixtral",     "qwen2",
-                                         "qwen3",  "qwen3_moe", "qwen2_moe",   "deepseek_v3",
-                                         "deepseek_v2", "gpt2"};
+const std::vector<std::string> kTypes = {"llama",     "mistral",   "mixtral",     "qwen2",       "qwen3",
+                                         "qwen3_moe", "qwen2_moe", "deepseek_v3", "deepseek_v2", "gpt2"};
 
 // Fields every llama-like family shares (§2.1.2, row `llama`).
 void read_llama_like(const Fields& c, Draft& d) {
@@ -66,8 +65,8 @@ void read_attention_bias(const Fields& c, Draft& d) {
 }
 
 void read_family(const std::string& type, const Fields& c, Draft& d) {
-  if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" ||
-      type == "qwen3" || type == "qwen3_moe" || type == "qwen2_moe") {
+  if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen3" ||
+      type == "qwen3_moe" || type == "qwen2_moe") {
     read_llama_like(c, d);
   }
   if (type == "llama") {
@@ -119,8 +118,7 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
     d.n_mtp.set(c.optional_int("num_nextn_predict_layers", 0), "num_nextn_predict_layers");
     d.tie.set(c.optional_bool("tie_word_embeddings"), "tie_word_embeddings");
     // DeepSeek-V3's noaux_tc routing adds e_score_correction_bias, one value per expert.
-    d.router_bias.set(c.optional_string("topk_method") == std::optional<std::string>("noaux_tc"),
-                      "topk_method");
+    d.router_bias.set(c.optional_string("topk_method") == std::optional<std::string>("noaux_tc"), "topk_method");
     d.attention.set(std::string("mla"), "model_type");
     d.gated.set(true, "model_type");
     d.norm.set(std::string("rms"), "model_type");
@@ -148,21 +146,56 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
 // The `model:` block: symbols of memory-model.md §2.1.1 written in ASCII; they override the
 // config's fields and make an unknown model_type usable.
 void read_symbols(const Fields& s, Draft& d) {
-  s.reject_unknown({"h", "L", "a", "n_kv", "d_h", "V", "f", "P_pos", "gated", "norm", "qkv_bias",
-                    "o_bias", "mlp_bias", "qk_norm", "tie", "E", "k", "f_e", "n_s", "f_se",
-                    "router_bias", "shared_gate", "L_0", "q_moe", "sparse_step", "mlp_only_layers",
-                    "attention", "r_q", "r_kv", "d_nope", "d_rope", "d_v", "n_mtp"});
+  s.reject_unknown({"h",           "L",
+                    "a",           "n_kv",
+                    "d_h",         "V",
+                    "f",           "P_pos",
+                    "gated",       "norm",
+                    "qkv_bias",    "o_bias",
+                    "mlp_bias",    "qk_norm",
+                    "tie",         "E",
+                    "k",           "f_e",
+                    "n_s",         "f_se",
+                    "router_bias", "shared_gate",
+                    "L_0",         "q_moe",
+                    "sparse_step", "mlp_only_layers",
+                    "attention",   "r_q",
+                    "r_kv",        "d_nope",
+                    "d_rope",      "d_v",
+                    "n_mtp"});
   auto i = [&](Sourced<std::int64_t>& t, const char* key, std::int64_t min = 1) {
     t.set(s.optional_int(key, min), s.path(key));
   };
   auto b = [&](Sourced<bool>& t, const char* key) { t.set(s.optional_bool(key), s.path(key)); };
-  i(d.h, "h"); i(d.L, "L"); i(d.a, "a"); i(d.n_kv, "n_kv"); i(d.d_h, "d_h"); i(d.V, "V");
-  i(d.f, "f"); i(d.P_pos, "P_pos", 0); i(d.E, "E", 0); i(d.k, "k"); i(d.f_e, "f_e");
-  i(d.n_s, "n_s", 0); i(d.f_se, "f_se"); i(d.L_0, "L_0", 0); i(d.q_moe, "q_moe");
-  i(d.sparse_step, "sparse_step"); i(d.r_q, "r_q", 0); i(d.r_kv, "r_kv"); i(d.d_nope, "d_nope");
-  i(d.d_rope, "d_rope", 0); i(d.d_v, "d_v"); i(d.n_mtp, "n_mtp", 0);
-  b(d.gated, "gated"); b(d.qkv_bias, "qkv_bias"); b(d.o_bias, "o_bias"); b(d.mlp_bias, "mlp_bias");
-  b(d.qk_norm, "qk_norm"); b(d.tie, "tie"); b(d.router_bias, "router_bias");
+  i(d.h, "h");
+  i(d.L, "L");
+  i(d.a, "a");
+  i(d.n_kv, "n_kv");
+  i(d.d_h, "d_h");
+  i(d.V, "V");
+  i(d.f, "f");
+  i(d.P_pos, "P_pos", 0);
+  i(d.E, "E", 0);
+  i(d.k, "k");
+  i(d.f_e, "f_e");
+  i(d.n_s, "n_s", 0);
+  i(d.f_se, "f_se");
+  i(d.L_0, "L_0", 0);
+  i(d.q_moe, "q_moe");
+  i(d.sparse_step, "sparse_step");
+  i(d.r_q, "r_q", 0);
+  i(d.r_kv, "r_kv");
+  i(d.d_nope, "d_nope");
+  i(d.d_rope, "d_rope", 0);
+  i(d.d_v, "d_v");
+  i(d.n_mtp, "n_mtp", 0);
+  b(d.gated, "gated");
+  b(d.qkv_bias, "qkv_bias");
+  b(d.o_bias, "o_bias");
+  b(d.mlp_bias, "mlp_bias");
+  b(d.qk_norm, "qk_norm");
+  b(d.tie, "tie");
+  b(d.router_bias, "router_bias");
   b(d.shared_gate, "shared_gate");
   d.norm.set(s.optional_string("norm"), s.path("norm"));
   d.attention.set(s.optional_string("attention"), s.path("attention"));
@@ -173,8 +206,7 @@ void read_symbols(const Fields& s, Draft& d) {
   if (s.has("E") && !d.moe_deepseek_rule && !d.sparse_step.value) d.moe_every_layer = true;
 }
 
-std::int64_t need(const Sourced<std::int64_t>& v, const Fields& c, const std::string& field,
-                  const std::string& why) {
+std::int64_t need(const Sourced<std::int64_t>& v, const Fields& c, const std::string& field, const std::string& why) {
   if (!v.value) c.fail(field, "missing; expected a positive integer (" + why + ")");
   return *v.value;
 }
@@ -185,8 +217,8 @@ void derive_layers(const Draft& d, const Fields& c, Model& m) {
   if (m.experts == 0) return;
   for (std::int64_t l : d.mlp_only_layers) {
     if (l >= m.layers) {
-      c.fail(d.mlp_only_field, "layer index " + std::to_string(l) + " is not below the " +
-                                   std::to_string(m.layers) + " body layers");
+      c.fail(d.mlp_only_field,
+             "layer index " + std::to_string(l) + " is not below the " + std::to_string(m.layers) + " body layers");
     }
   }
   const std::int64_t step = d.sparse_step.value.value_or(1);
@@ -196,8 +228,7 @@ void derive_layers(const Draft& d, const Fields& c, Model& m) {
     if (d.moe_deepseek_rule) {
       moe = l >= m.first_dense && l % freq == 0;
     } else if (!d.moe_every_layer) {
-      const bool listed = std::find(d.mlp_only_layers.begin(), d.mlp_only_layers.end(), l) !=
-                          d.mlp_only_layers.end();
+      const bool listed = std::find(d.mlp_only_layers.begin(), d.mlp_only_layers.end(), l) != d.mlp_only_layers.end();
       moe = !listed && (l + 1) % step == 0;
     }
     m.layer_ffn[static_cast<std::size_t>(l)] = moe ? FfnKind::moe : FfnKind::dense;
@@ -272,24 +303,24 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
     m.kv_heads = m.heads;  // MLA: keys and values per query head (n_kv = a)
     m.q_lora_rank = d.r_q.value.value_or(0);
     m.kv_lora_rank = need(d.r_kv, c, d.r_kv.field.empty() ? "kv_lora_rank" : d.r_kv.field, "MLA latent rank");
-    m.qk_nope_dim = need(d.d_nope, c, d.d_nope.field.empty() ? "qk_nope_head_dim" : d.d_nope.field,
-                         "MLA non-rotary head width");
+    m.qk_nope_dim =
+        need(d.d_nope, c, d.d_nope.field.empty() ? "qk_nope_head_dim" : d.d_nope.field, "MLA non-rotary head width");
     m.qk_rope_dim = d.d_rope.value.value_or(0);
     m.v_head_dim = need(d.d_v, c, d.d_v.field.empty() ? "v_head_dim" : d.d_v.field, "MLA value head width");
     m.head_dim = m.qk_nope_dim + m.qk_rope_dim;
   } else {
     m.kv_heads = d.n_kv.value.value_or(m.heads);
     if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
-      c.fail(d.n_kv.field, "expected a divisor of the " + std::to_string(m.heads) +
-                               " query heads, got " + std::to_string(m.kv_heads));
+      c.fail(d.n_kv.field, "expected a divisor of the " + std::to_string(m.heads) + " query heads, got " +
+                               std::to_string(m.kv_heads));
     }
     if (d.d_h.value) {
       m.head_dim = *d.d_h.value;
     } else {
       if (m.hidden % m.heads != 0) {
-        c.fail(d.a.field, std::to_string(m.heads) + " heads do not divide the hidden size " +
-                              std::to_string(m.hidden) +
-                              " and head_dim is not given; expected a divisor of the hidden size or an explicit head_dim");
+        c.fail(d.a.field,
+               std::to_string(m.heads) + " heads do not divide the hidden size " + std::to_string(m.hidden) +
+                   " and head_dim is not given; expected a divisor of the hidden size or an explicit head_dim");
       }
       m.head_dim = m.hidden / m.heads;
     }
@@ -301,11 +332,10 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
   if (m.experts > 0) {
     m.top_k = need(d.k, c, d.k.field.empty() ? "num_experts_per_tok" : d.k.field, "experts per token");
     if (m.top_k > m.experts) {
-      c.fail(d.k.field, "expected at most the " + std::to_string(m.experts) + " routed experts, got " +
-                            std::to_string(m.top_k));
+      c.fail(d.k.field,
+             "expected at most the " + std::to_string(m.experts) + " routed experts, got " + std::to_string(m.top_k));
     }
-    m.expert_ffn = need(d.f_e, c, d.f_e.field.empty() ? "moe_intermediate_size" : d.f_e.field,
-                        "routed expert width");
+    m.expert_ffn = need(d.f_e, c, d.f_e.field.empty() ? "moe_intermediate_size" : d.f_e.field, "routed expert width");
     m.shared_experts = d.n_s.value.value_or(0);
     // DeepSeek's shared experts have the routed experts' width; Qwen2-MoE states its own.
     m.shared_expert_ffn = m.shared_experts > 0 ? d.f_se.value.value_or(m.expert_ffn) : 0;
@@ -361,8 +391,8 @@ Model model_from_config(const YAML::Node& doc, const std::string& source, const 
 
 Model load_model(const std::string& spec, const InputOrigin& origin) {
   if (const auto preset = find_preset("models", spec)) {
-    return model_from_config(parse_yaml_text(std::string(preset->content), preset->source),
-                             preset->source, preset->name);
+    return model_from_config(parse_yaml_text(std::string(preset->content), preset->source), preset->source,
+                             preset->name);
   }
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -371,9 +401,9 @@ Model load_model(const std::string& spec, const InputOrigin& origin) {
   const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".json") ||
                                spec.ends_with(".yaml") || spec.ends_with(".yml");
   if (!fs::exists(path, ec) && !looks_like_path) {
-    throw InputError(origin.source, origin.field("--model"), "unknown model preset " + quoted_text(spec) +
-                     suggestion_text(spec, preset_names("models")) +
-                     "; or give a path to a config.json or model YAML");
+    throw InputError(origin.source, origin.field("--model"),
+                     "unknown model preset " + quoted_text(spec) + suggestion_text(spec, preset_names("models")) +
+                         "; or give a path to a config.json or model YAML");
   }
   const std::string stem = path.filename() == "config.json" && path.has_parent_path()
                                ? path.parent_path().filename().string()

@@ -87,8 +87,7 @@ std::vector<std::string> close_names(std::string_view name, const std::vector<st
     if (prefix >= 4 && 2 * prefix > std::min(want.size(), lc.size())) d = std::min<std::size_t>(d, 2);
     if (d <= std::max<std::size_t>(2, want.size() / 3)) scored.emplace_back(d, c);
   }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::string> out;
   for (auto& s : scored) out.push_back(std::move(s.second));
   return out;

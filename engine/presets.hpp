@@ -10,8 +10,8 @@
 namespace meshfit {
 
 struct Preset {
-  std::string name;          // canonical (file stem)
-  std::string source;        // "preset:<folder>/<file>", for error messages
+  std::string name;    // canonical (file stem)
+  std::string source;  // "preset:<folder>/<file>", for error messages
   std::string_view content;
 };
 

@@ -21,13 +21,13 @@ std::string name_list(const std::vector<std::string>& names) {
 FrameworkProfile load_framework_profile(const std::string& name, const InputOrigin& origin) {
   const auto preset = find_preset("frameworks", name);
   if (!preset) {
-    throw InputError(origin.source, origin.field("--framework"), "expected one of " + name_list(preset_names("frameworks")) +
-                                              ", got " + quoted_text(name));
+    throw InputError(origin.source, origin.field("--framework"),
+                     "expected one of " + name_list(preset_names("frameworks")) + ", got " + quoted_text(name));
   }
   const Fields f(parse_yaml_text(std::string(preset->content), preset->source), preset->source);
   FrameworkProfile p;
   const std::string fw = *f.optional_string("name");
-  p.framework = fw == "torchtitan" ? Framework::torchtitan
+  p.framework = fw == "torchtitan"  ? Framework::torchtitan
                 : fw == "deepspeed" ? Framework::deepspeed
                                     : Framework::megatron;
   p.precision_preset = *f.optional_string("precision");
@@ -45,7 +45,8 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.account_embedding = f.optional_bool("account_embedding").value_or(false);
   p.account_loss = f.optional_bool("account_loss").value_or(false);
   p.loss_transient_bytes = f.optional_number("loss_transient_bytes", 0, 64).value_or(6);
-  p.loss_parallel_transient_bytes = f.optional_number("loss_parallel_transient_bytes", 0, 64).value_or(p.loss_transient_bytes);
+  p.loss_parallel_transient_bytes =
+      f.optional_number("loss_parallel_transient_bytes", 0, 64).value_or(p.loss_transient_bytes);
   p.output_saves_gathered_input = f.optional_bool("output_saves_gathered_input").value_or(false);
   p.fsdp_root_and_last_block_unsharded = f.optional_bool("fsdp_root_and_last_block_unsharded").value_or(false);
   p.eta_core = f.optional_number("eta_core", 1e-3, 10).value_or(1);
@@ -63,7 +64,8 @@ Precision load_precision(const std::string& name, const InputOrigin& origin) {
   for (const auto& kv : all) names.push_back(kv.first.Scalar());
   const YAML::Node node = all[name];
   if (!node.IsDefined()) {
-    throw InputError(origin.source, origin.field("--precision"), "expected one of " + name_list(names) + ", got " + quoted_text(name));
+    throw InputError(origin.source, origin.field("--precision"),
+                     "expected one of " + name_list(names) + ", got " + quoted_text(name));
   }
   const Fields f(node, "preset:precisions.yaml", name);
   Precision p;
@@ -91,7 +93,9 @@ Run make_run(const RunFlags& flags, bool need_batch, const InputOrigin& origin) 
       return 0;
     }
     if (*v < 1) throw InputError(source, origin.field(field), "expected a positive integer, got " + std::to_string(*v));
-    if (*v > kMax) throw InputError(source, origin.field(field), "expected at most " + std::to_string(kMax) + ", got " + std::to_string(*v));
+    if (*v > kMax)
+      throw InputError(source, origin.field(field),
+                       "expected at most " + std::to_string(kMax) + ", got " + std::to_string(*v));
     return *v;
   };
   run.seq = positive(flags.seq, "--seq", need_batch);
@@ -99,29 +103,40 @@ Run make_run(const RunFlags& flags, bool need_batch, const InputOrigin& origin) 
   run.micro_batch = positive(flags.micro_batch, "--micro-batch", false);
   if (run.micro_batch > 0 && run.global_batch > 0 && run.global_batch % run.micro_batch != 0) {
     throw InputError(origin.source, origin.field("--micro-batch"),
-                     "expected a divisor of --global-batch " + std::to_string(run.global_batch) +
-                         ", got " + std::to_string(run.micro_batch));
+                     "expected a divisor of --global-batch " + std::to_string(run.global_batch) + ", got " +
+                         std::to_string(run.micro_batch));
   }
 
   run.profile = load_framework_profile(flags.framework, origin);
   run.precision = load_precision(flags.precision.value_or(run.profile.precision_preset), origin);
   if (flags.grad_bytes) {
     if (*flags.grad_bytes != 2 && *flags.grad_bytes != 4) {
-      throw InputError(origin.source, origin.field("--grad-bytes"), "expected 2 or 4, got " + std::to_string(*flags.grad_bytes));
+      throw InputError(origin.source, origin.field("--grad-bytes"),
+                       "expected 2 or 4, got " + std::to_string(*flags.grad_bytes));
     }
     run.precision.beta_G = static_cast<double>(*flags.grad_bytes);
   }
 
   const std::string& opt = flags.optimizer;
-  if (opt == "adamw") run.optimizer = Optimizer::adamw;
-  else if (opt == "sgd_momentum" || opt == "sgd") run.optimizer = Optimizer::sgd_momentum;
-  else if (opt == "muon") run.optimizer = Optimizer::muon;
-  else if (opt == "adafactor") run.optimizer = Optimizer::adafactor;
-  else throw InputError(origin.source, origin.field("--optimizer"), "expected adamw, sgd_momentum, muon or adafactor, got " + quoted_text(opt));
+  if (opt == "adamw")
+    run.optimizer = Optimizer::adamw;
+  else if (opt == "sgd_momentum" || opt == "sgd")
+    run.optimizer = Optimizer::sgd_momentum;
+  else if (opt == "muon")
+    run.optimizer = Optimizer::muon;
+  else if (opt == "adafactor")
+    run.optimizer = Optimizer::adafactor;
+  else
+    throw InputError(origin.source, origin.field("--optimizer"),
+                     "expected adamw, sgd_momentum, muon or adafactor, got " + quoted_text(opt));
 
-  if (flags.rules == "default") run.rules = Rules::standard;
-  else if (flags.rules == "sapp-nd") run.rules = Rules::sapp_nd;
-  else throw InputError(origin.source, origin.field("--rules"), "expected default or sapp-nd, got " + quoted_text(flags.rules));
+  if (flags.rules == "default")
+    run.rules = Rules::standard;
+  else if (flags.rules == "sapp-nd")
+    run.rules = Rules::sapp_nd;
+  else
+    throw InputError(origin.source, origin.field("--rules"),
+                     "expected default or sapp-nd, got " + quoted_text(flags.rules));
 
   run.flash_attention = !flags.no_flash_attention;
   run.options.account_embedding = run.profile.account_embedding;

@@ -17,16 +17,22 @@ void apply_recompute_switches(const YAML::Node& value, const std::string& source
   if (value.IsScalar()) {
     const std::string name = value.Scalar();
     o.selective_policy = SelectivePolicy::switches;
-    if (name == "megatron_core_attn") o.switches = RecomputeSwitches::megatron_core_attn();
-    else if (name == "hyperparallel") o.switches = RecomputeSwitches::hyperparallel();
-    else if (name == "mindformers") o.switches = RecomputeSwitches::mindformers(false);
-    else if (name == "mindformers_select_comm") o.switches = RecomputeSwitches::mindformers(true);
+    if (name == "megatron_core_attn")
+      o.switches = RecomputeSwitches::megatron_core_attn();
+    else if (name == "hyperparallel")
+      o.switches = RecomputeSwitches::hyperparallel();
+    else if (name == "mindformers")
+      o.switches = RecomputeSwitches::mindformers(false);
+    else if (name == "mindformers_select_comm")
+      o.switches = RecomputeSwitches::mindformers(true);
     else if (name == "torchtitan_op") {
       o.switches = RecomputeSwitches::hyperparallel();  // for layers the SAC record does not cover
       o.selective_policy = SelectivePolicy::torchtitan_op_sac;
     } else {
-      throw InputError(source, field, "expected megatron_core_attn, hyperparallel, torchtitan_op, mindformers, "
-                                      "mindformers_select_comm or a map of switches, got " + quoted_text(name));
+      throw InputError(source, field,
+                       "expected megatron_core_attn, hyperparallel, torchtitan_op, mindformers, "
+                       "mindformers_select_comm or a map of switches, got " +
+                           quoted_text(name));
     }
     return;
   }
@@ -34,8 +40,10 @@ void apply_recompute_switches(const YAML::Node& value, const std::string& source
   f.reject_unknown({"attBMM", "attUp", "softmax", "dropout", "headCast", "normOp", "gather", "ffAct"});
   RecomputeSwitches sw{true, true, true, true, true, true, true, true};
   auto take = [&](const char* key, bool& out) {
-    if (const auto v = f.optional_bool(key)) out = *v;
-    else if (f.has(key)) f.fail(key, "expected true or false");
+    if (const auto v = f.optional_bool(key))
+      out = *v;
+    else if (f.has(key))
+      f.fail(key, "expected true or false");
   };
   take("attBMM", sw.attBMM);
   take("attUp", sw.attUp);
@@ -51,18 +59,70 @@ void apply_recompute_switches(const YAML::Node& value, const std::string& source
 
 void apply_run_options(const YAML::Node& doc, const std::string& source, Run& run, const std::string& prefix) {
   const Fields f(doc, source, prefix);
-  f.reject_unknown({"flash_attention", "attention_dropout", "hidden_dropout", "embedding_dropout", "beta_a", "beta_n",
-                    "beta_sm", "beta_lse", "softmax_cast", "fused_swiglu", "eager_rope", "moe_mode", "capacity_factor",
-                    "moe_imbalance", "logits_kept_bytes", "loss_transient_bytes", "loss_parallel_transient_bytes", "output_saves_gathered_input", "loss_chunks",
-                    "vocab_parallel_loss", "ep_dispatcher", "tp_overlap", "ep_overlap", "cp_overlap", "pp_overlap",
-                    "dualpipe_overlap", "dp_overlap", "latency_model", "mla_cp_latent", "expert_shard_group", "fsdp_root_and_last_block_unsharded", "shard_override",
-                    "vocab_pad_multiple", "reshard_after_forward", "fsdp_prefetch_layers", "overlap_grad_reduce",
-                    "grad_bucket_bytes", "allgather_bucket_bytes", "optimizer_step_temp_bytes_per_param", "grad_clip",
-                    "token_id_bytes", "recompute_switches", "recompute_rest", "offload_optimizer", "layers_per_vstage", "full_layers_per_vstage",
-                    "layers_first_stage", "layers_last_stage", "account_embedding", "account_loss",
-                    "fp8_weight_cache_bytes", "fp8_saved_matmul_inputs", "fp8_allgather", "defer_grad_sync",
-                    "torch_compile", "fp8_linears", "grad_clip_model",
-                    "beta_P", "beta_G", "beta_master", "beta_state", "beta_gather", "beta_red", "beta_gcomm"});
+  f.reject_unknown({"flash_attention",
+                    "attention_dropout",
+                    "hidden_dropout",
+                    "embedding_dropout",
+                    "beta_a",
+                    "beta_n",
+                    "beta_sm",
+                    "beta_lse",
+                    "softmax_cast",
+                    "fused_swiglu",
+                    "eager_rope",
+                    "moe_mode",
+                    "capacity_factor",
+                    "moe_imbalance",
+                    "logits_kept_bytes",
+                    "loss_transient_bytes",
+                    "loss_parallel_transient_bytes",
+                    "output_saves_gathered_input",
+                    "loss_chunks",
+                    "vocab_parallel_loss",
+                    "ep_dispatcher",
+                    "tp_overlap",
+                    "ep_overlap",
+                    "cp_overlap",
+                    "pp_overlap",
+                    "dualpipe_overlap",
+                    "dp_overlap",
+                    "latency_model",
+                    "mla_cp_latent",
+                    "expert_shard_group",
+                    "fsdp_root_and_last_block_unsharded",
+                    "shard_override",
+                    "vocab_pad_multiple",
+                    "reshard_after_forward",
+                    "fsdp_prefetch_layers",
+                    "overlap_grad_reduce",
+                    "grad_bucket_bytes",
+                    "allgather_bucket_bytes",
+                    "optimizer_step_temp_bytes_per_param",
+                    "grad_clip",
+                    "token_id_bytes",
+                    "recompute_switches",
+                    "recompute_rest",
+                    "offload_optimizer",
+                    "layers_per_vstage",
+                    "full_layers_per_vstage",
+                    "layers_first_stage",
+                    "layers_last_stage",
+                    "account_embedding",
+                    "account_loss",
+                    "fp8_weight_cache_bytes",
+                    "fp8_saved_matmul_inputs",
+                    "fp8_allgather",
+                    "defer_grad_sync",
+                    "torch_compile",
+                    "fp8_linears",
+                    "grad_clip_model",
+                    "beta_P",
+                    "beta_G",
+                    "beta_master",
+                    "beta_state",
+                    "beta_gather",
+                    "beta_red",
+                    "beta_gcomm"});
   RunOptions& o = run.options;
   Precision& p = run.precision;
   auto flag = [&](const char* key, bool& out) {
@@ -86,9 +146,12 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   flag("fused_swiglu", o.fused_swiglu);
   flag("eager_rope", o.eager_rope);
   if (const auto mode = f.optional_string("moe_mode")) {
-    if (*mode == "dropless") o.moe_mode = MoeMode::dropless;
-    else if (*mode == "capacity") o.moe_mode = MoeMode::capacity;
-    else f.fail("moe_mode", "expected dropless or capacity, got '" + *mode + "'");
+    if (*mode == "dropless")
+      o.moe_mode = MoeMode::dropless;
+    else if (*mode == "capacity")
+      o.moe_mode = MoeMode::capacity;
+    else
+      f.fail("moe_mode", "expected dropless or capacity, got '" + *mode + "'");
   }
   number("capacity_factor", o.capacity_factor, 1e-3, 64);
   number("moe_imbalance", o.moe_imbalance, 1, 64);
@@ -100,17 +163,24 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   flag("vocab_parallel_loss", o.vocab_parallel_loss);
   if (const auto q = f.optional_int("vocab_pad_multiple")) run.profile.vocab_pad_multiple = *q;
   if (const auto r = f.optional_string("reshard_after_forward")) {
-    if (*r == "true") run.profile.reshard_after_forward = ReshardAfterForward::on;
-    else if (*r == "false") run.profile.reshard_after_forward = ReshardAfterForward::off;
-    else if (*r == "auto") run.profile.reshard_after_forward = ReshardAfterForward::automatic;
-    else f.fail("reshard_after_forward", "expected true, false or auto, got '" + *r + "'");
+    if (*r == "true")
+      run.profile.reshard_after_forward = ReshardAfterForward::on;
+    else if (*r == "false")
+      run.profile.reshard_after_forward = ReshardAfterForward::off;
+    else if (*r == "auto")
+      run.profile.reshard_after_forward = ReshardAfterForward::automatic;
+    else
+      f.fail("reshard_after_forward", "expected true, false or auto, got '" + *r + "'");
   }
   if (const auto n = f.optional_int("fsdp_prefetch_layers", 0)) o.fsdp_prefetch_layers = *n;
   flag("overlap_grad_reduce", o.overlap_grad_reduce);
   if (const auto dispatch = f.optional_string("ep_dispatcher")) {
-    if (*dispatch == "alltoall") o.ep_dispatch = EpDispatch::all_to_all;
-    else if (*dispatch == "deepep" || *dispatch == "hybridep") o.ep_dispatch = EpDispatch::node_dedup;
-    else f.fail("ep_dispatcher", "expected alltoall, deepep or hybridep, got '" + *dispatch + "'");
+    if (*dispatch == "alltoall")
+      o.ep_dispatch = EpDispatch::all_to_all;
+    else if (*dispatch == "deepep" || *dispatch == "hybridep")
+      o.ep_dispatch = EpDispatch::node_dedup;
+    else
+      f.fail("ep_dispatcher", "expected alltoall, deepep or hybridep, got '" + *dispatch + "'");
   }
   number("tp_overlap", o.tp_overlap, 0, 1);
   number("ep_overlap", o.ep_overlap, 0, 1);
@@ -156,11 +226,15 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
     o.grad_clip_seed = *model == "seed";
   }
   number("token_id_bytes", o.token_id_bytes, 0, 16);
-  if (f.has("recompute_switches")) apply_recompute_switches(f.raw("recompute_switches"), source, f.path("recompute_switches"), run);
+  if (f.has("recompute_switches"))
+    apply_recompute_switches(f.raw("recompute_switches"), source, f.path("recompute_switches"), run);
   if (const auto rest = f.optional_string("recompute_rest")) {
-    if (*rest == "none") o.recompute_rest = Recompute::none;
-    else if (*rest == "selective") o.recompute_rest = Recompute::selective;
-    else f.fail("recompute_rest", "expected none or selective, got '" + *rest + "'");
+    if (*rest == "none")
+      o.recompute_rest = Recompute::none;
+    else if (*rest == "selective")
+      o.recompute_rest = Recompute::selective;
+    else
+      f.fail("recompute_rest", "expected none or selective, got '" + *rest + "'");
   }
   flag("offload_optimizer", o.offload_optimizer);
   if (f.has("layers_per_vstage")) o.layers_per_vstage = f.int_list("layers_per_vstage", 0);

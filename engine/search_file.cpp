@@ -12,8 +12,9 @@ namespace meshfit {
 
 namespace {
 
-const char* const kDimensionKeys[] = {"tp", "sp", "cp", "cp_algo", "pp", "vpp", "pp_schedule", "ep", "etp",
-                                      "zero_stage", "shard_group", "recompute", "micro_batch_size"};
+const char* const kDimensionKeys[] = {
+    "tp",         "sp",          "cp",        "cp_algo",         "pp", "vpp", "pp_schedule", "ep", "etp",
+    "zero_stage", "shard_group", "recompute", "micro_batch_size"};
 
 // The strategy object's names (cli.md) and the flags' short forms.
 std::string canonical(const std::string& key) {
@@ -43,7 +44,9 @@ std::vector<std::int64_t> ints(const Fields& f, const std::string& key, std::int
   std::vector<std::int64_t> out;
   for (const auto& text : items(f, key)) {
     const auto v = parse_integer(text);
-    if (!v || *v < min) f.fail(key, "expected auto, an integer >= " + std::to_string(min) + " or a list of them; got " + quoted_text(text));
+    if (!v || *v < min)
+      f.fail(key,
+             "expected auto, an integer >= " + std::to_string(min) + " or a list of them; got " + quoted_text(text));
     out.push_back(*v);
   }
   return out;
@@ -68,7 +71,8 @@ std::vector<T> names(const Fields& f, const std::string& key, const std::vector<
 
 SearchFile load_search_file(const std::string& path) {
   const YAML::Node doc = load_yaml_file(path);
-  if (!doc.IsMap()) throw InputError(path, "(document)", "expected a map of dimensions, policies, headroom, top, run_options");
+  if (!doc.IsMap())
+    throw InputError(path, "(document)", "expected a map of dimensions, policies, headroom, top, run_options");
   SearchFile sf;
   sf.source = path;
   // Aliases first, so that a key given twice (zero and zero_stage) is caught.
@@ -99,17 +103,23 @@ SearchFile load_search_file(const std::string& path) {
   if (f.has("micro_batch_size")) p.micro_batch = ints(f, "micro_batch_size", 1);
   if (f.has("sp")) p.sp = names<bool>(f, "sp", {{"true", true}, {"false", false}});
   if (f.has("cp_algo")) {
-    p.cp_algo = names<CpAlgo>(f, "cp_algo", {{"ring", CpAlgo::ring}, {"ulysses", CpAlgo::ulysses},
-                                             {"hybrid", CpAlgo::hybrid}, {"allgather", CpAlgo::allgather}});
+    p.cp_algo = names<CpAlgo>(f, "cp_algo",
+                              {{"ring", CpAlgo::ring},
+                               {"ulysses", CpAlgo::ulysses},
+                               {"hybrid", CpAlgo::hybrid},
+                               {"allgather", CpAlgo::allgather}});
   }
   if (f.has("pp_schedule")) {
-    p.schedule = names<Schedule>(f, "pp_schedule", {{"1f1b", Schedule::one_f_one_b}, {"interleaved_1f1b", Schedule::interleaved_1f1b},
-                                                    {"gpipe", Schedule::gpipe}, {"zb_h1", Schedule::zb_h1},
-                                                    {"dualpipev", Schedule::dualpipev}});
+    p.schedule = names<Schedule>(f, "pp_schedule",
+                                 {{"1f1b", Schedule::one_f_one_b},
+                                  {"interleaved_1f1b", Schedule::interleaved_1f1b},
+                                  {"gpipe", Schedule::gpipe},
+                                  {"zb_h1", Schedule::zb_h1},
+                                  {"dualpipev", Schedule::dualpipev}});
   }
   if (f.has("recompute")) {
-    p.recompute = names<Recompute>(f, "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective},
-                                                    {"full", Recompute::full}});
+    p.recompute = names<Recompute>(
+        f, "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
   }
   if (f.has("policies")) {
     const YAML::Node pol = f.raw("policies");
@@ -119,13 +129,15 @@ SearchFile load_search_file(const std::string& path) {
       const auto policy = policy_by_name(name);
       if (!policy) {
         std::string all;
-        for (std::size_t i = 0; i < kPolicyCount; ++i) all += (all.empty() ? "" : ", ") + std::string(policy_name(static_cast<Policy>(i)));
+        for (std::size_t i = 0; i < kPolicyCount; ++i)
+          all += (all.empty() ? "" : ", ") + std::string(policy_name(static_cast<Policy>(i)));
         throw InputError(path, "policies." + name, "unknown policy; expected one of " + all);
       }
       // YAML 1.1 readers see on/off as booleans; yaml-cpp keeps the text, so both spellings work.
       const std::string state = kv.second.IsScalar() ? kv.second.Scalar() : "";
       const bool on = state == "on" || state == "true";
-      if (!on && state != "off" && state != "false") throw InputError(path, "policies." + name, "expected on or off, got " + quoted_text(state));
+      if (!on && state != "off" && state != "false")
+        throw InputError(path, "policies." + name, "expected on or off, got " + quoted_text(state));
       sf.policies.emplace_back(*policy, on);
     }
   }

@@ -22,7 +22,7 @@ struct SearchFile {
   std::optional<std::string> headroom;            // as --headroom takes it: "10%" or GiB
   std::optional<std::size_t> top;
   bool dedupe_ties = false;
-  YAML::Node run_options;                         // null when absent
+  YAML::Node run_options;  // null when absent
   std::string source;
 };
 

@@ -16,8 +16,11 @@ StrategyInputs load_strategy_inputs(const std::string& command, const po::variab
     }
   }
   collect_run_flags(vm, run_flags);
-  StrategyInputs in{load_model(cluster_flags.model), make_cluster(cluster_flags.device, single_device_count(cluster_flags)),
-                    make_run(run_flags, true), {}, {}};
+  StrategyInputs in{load_model(cluster_flags.model),
+                    make_cluster(cluster_flags.device, single_device_count(cluster_flags)),
+                    make_run(run_flags, true),
+                    {},
+                    {}};
   in.strategy = parse_strategy(strategy_text, in.model, in.run, in.cluster, in.warnings, check_rules);
   return in;
 }

@@ -17,9 +17,23 @@ namespace meshfit {
 namespace {
 
 const std::vector<std::string>& known_keys() {
-  static const std::vector<std::string> keys = {
-      "dp", "tp", "sp", "pp", "vpp", "pp_schedule", "cp", "cp_algo", "cp_u", "ep", "etp", "zero_stage",
-      "shard_group", "recompute", "recompute_layers", "micro_batch_size", "num_microbatches"};
+  static const std::vector<std::string> keys = {"dp",
+                                                "tp",
+                                                "sp",
+                                                "pp",
+                                                "vpp",
+                                                "pp_schedule",
+                                                "cp",
+                                                "cp_algo",
+                                                "cp_u",
+                                                "ep",
+                                                "etp",
+                                                "zero_stage",
+                                                "shard_group",
+                                                "recompute",
+                                                "recompute_layers",
+                                                "micro_batch_size",
+                                                "num_microbatches"};
   return keys;
 }
 
@@ -47,8 +61,9 @@ std::int64_t positive(const InputOrigin& origin, const std::map<std::string, std
                       std::int64_t max = kMaxValue, const std::string& what = "") {
   const auto v = parse_integer(kv.at(key));
   if (!v || *v < 1 || *v > max) {
-    throw InputError(strategy_source(origin), strategy_field(origin, key), "expected a positive integer up to " + (what.empty() ? std::to_string(max) : what) +
-                                       ", got " + quoted_text(kv.at(key)));
+    throw InputError(strategy_source(origin), strategy_field(origin, key),
+                     "expected a positive integer up to " + (what.empty() ? std::to_string(max) : what) + ", got " +
+                         quoted_text(kv.at(key)));
   }
   return *v;
 }
@@ -63,8 +78,7 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
   };
   // A path to a train YAML (what `meshfit export --to hyperparallel` writes) stands for the
   // strategy it describes.
-  const bool yaml_path = given.find('=') == std::string::npos &&
-                         (given.ends_with(".yaml") || given.ends_with(".yml"));
+  const bool yaml_path = given.find('=') == std::string::npos && (given.ends_with(".yaml") || given.ends_with(".yml"));
   const std::string text = yaml_path ? strategy_string_from_train_yaml(given) : given;
   std::map<std::string, std::string> kv;
   std::stringstream in(text);
@@ -75,14 +89,15 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
     const auto eq = item.find('=');
     if (eq == std::string::npos) {
-      throw InputError(origin.prefix.empty() ? source + ": expected key=value, got " + quoted_text(item)
-                                             : InputError(source, origin.field("strategy"), "expected key=value, got " + quoted_text(item)).what());
+      throw InputError(
+          origin.prefix.empty()
+              ? source + ": expected key=value, got " + quoted_text(item)
+              : InputError(source, origin.field("strategy"), "expected key=value, got " + quoted_text(item)).what());
     }
     std::string key = canonical_key(to_lower(item.substr(0, eq)));
     const std::string value = to_lower(item.substr(eq + 1));
     if (std::find(known_keys().begin(), known_keys().end(), key) == known_keys().end()) {
-      fail(key, "unknown key" + suggestion_text(key, known_keys()) +
-                                         " (aliases: zero, mbs, m, schedule)");
+      fail(key, "unknown key" + suggestion_text(key, known_keys()) + " (aliases: zero, mbs, m, schedule)");
     }
     if (kv.count(key)) fail(key, "given twice");
     kv[key] = value;
@@ -109,48 +124,63 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
   }
   // dp: what the device count leaves.
   if (s.tp * s.cp > devices || s.tp * s.cp * s.pp > devices) {  // each factor <= 2^24: no overflow
-    fail("pp", "tp·cp·pp = " + std::to_string(s.tp) + "·" + std::to_string(s.cp) + "·" +
-                                        std::to_string(s.pp) + " exceeds " + the_devices);
+    fail("pp", "tp·cp·pp = " + std::to_string(s.tp) + "·" + std::to_string(s.cp) + "·" + std::to_string(s.pp) +
+                   " exceeds " + the_devices);
   }
   const std::int64_t grid = s.tp * s.cp * s.pp;
   if (has("dp")) {
     s.dp = degree("dp");
   } else {
     if (cluster.devices % grid != 0) {
-      fail("dp", "tp·cp·pp = " + std::to_string(grid) + " does not divide the " +
-                                          std::to_string(cluster.devices) + " devices");
+      fail("dp", "tp·cp·pp = " + std::to_string(grid) + " does not divide the " + std::to_string(cluster.devices) +
+                     " devices");
     }
     s.dp = cluster.devices / grid;
   }
   if (s.world() != cluster.devices) {
-    fail("dp", "dp·tp·pp·cp = " + std::to_string(s.world()) + " must equal the " +
-                                        std::to_string(cluster.devices) + " devices (rule H1)");
+    fail("dp", "dp·tp·pp·cp = " + std::to_string(s.world()) + " must equal the " + std::to_string(cluster.devices) +
+                   " devices (rule H1)");
   }
   // Schedule and chunks.
   if (has("pp_schedule")) {
     const std::string v = kv["pp_schedule"];
-    if (v == "1f1b") s.schedule = Schedule::one_f_one_b;
-    else if (v == "interleaved_1f1b" || v == "interleaved") s.schedule = Schedule::interleaved_1f1b;
-    else if (v == "gpipe") s.schedule = Schedule::gpipe;
-    else if (v == "zb_h1" || v == "zero_bubble") s.schedule = Schedule::zb_h1;
-    else if (v == "dualpipev") s.schedule = Schedule::dualpipev;
-    else if (v == "none") s.schedule = Schedule::none;
-    else fail("pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zb_h1 or dualpipev, got " + quoted_text(v));
+    if (v == "1f1b")
+      s.schedule = Schedule::one_f_one_b;
+    else if (v == "interleaved_1f1b" || v == "interleaved")
+      s.schedule = Schedule::interleaved_1f1b;
+    else if (v == "gpipe")
+      s.schedule = Schedule::gpipe;
+    else if (v == "zb_h1" || v == "zero_bubble")
+      s.schedule = Schedule::zb_h1;
+    else if (v == "dualpipev")
+      s.schedule = Schedule::dualpipev;
+    else if (v == "none")
+      s.schedule = Schedule::none;
+    else
+      fail("pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zb_h1 or dualpipev, got " + quoted_text(v));
   }
-  if (has("vpp")) s.vpp = positive(origin, kv, "vpp");
-  else if (s.schedule == Schedule::dualpipev) s.vpp = 2;
+  if (has("vpp"))
+    s.vpp = positive(origin, kv, "vpp");
+  else if (s.schedule == Schedule::dualpipev)
+    s.vpp = 2;
   if (!has("pp_schedule") && s.pp > 1) {
     s.schedule = s.vpp >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
   }
   // Context parallelism.
   if (has("cp_algo")) {
     const std::string v = kv["cp_algo"];
-    if (v == "ring") s.cp_algo = CpAlgo::ring;
-    else if (v == "ulysses") s.cp_algo = CpAlgo::ulysses;
-    else if (v == "hybrid") s.cp_algo = CpAlgo::hybrid;
-    else if (v == "allgather") s.cp_algo = CpAlgo::allgather;
-    else if (v == "none") s.cp_algo = CpAlgo::none;
-    else fail("cp_algo", "expected ring, ulysses, hybrid or allgather, got " + quoted_text(v));
+    if (v == "ring")
+      s.cp_algo = CpAlgo::ring;
+    else if (v == "ulysses")
+      s.cp_algo = CpAlgo::ulysses;
+    else if (v == "hybrid")
+      s.cp_algo = CpAlgo::hybrid;
+    else if (v == "allgather")
+      s.cp_algo = CpAlgo::allgather;
+    else if (v == "none")
+      s.cp_algo = CpAlgo::none;
+    else
+      fail("cp_algo", "expected ring, ulysses, hybrid or allgather, got " + quoted_text(v));
   } else if (s.cp > 1) {
     s.cp_algo = CpAlgo::ring;
   }
@@ -171,10 +201,14 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
   // Recompute.
   if (has("recompute")) {
     const std::string v = kv["recompute"];
-    if (v == "none") s.recompute = Recompute::none;
-    else if (v == "selective") s.recompute = Recompute::selective;
-    else if (v == "full") s.recompute = Recompute::full;
-    else fail("recompute", "expected none, selective or full, got " + quoted_text(v));
+    if (v == "none")
+      s.recompute = Recompute::none;
+    else if (v == "selective")
+      s.recompute = Recompute::selective;
+    else if (v == "full")
+      s.recompute = Recompute::full;
+    else
+      fail("recompute", "expected none, selective or full, got " + quoted_text(v));
   }
   if (has("recompute_layers")) s.recompute_layers = positive(origin, kv, "recompute_layers");
   // Batch.
@@ -189,17 +223,16 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     s.num_microbatches = positive(origin, kv, "num_microbatches", run.global_batch, the_batch);
   } else {
     if (run.global_batch % per_step != 0) {
-      fail("num_microbatches", "dp·mbs = " + std::to_string(per_step) +
-                                                        " does not divide the global batch " +
-                                                        std::to_string(run.global_batch) + " (rule H2)");
+      fail("num_microbatches", "dp·mbs = " + std::to_string(per_step) + " does not divide the global batch " +
+                                   std::to_string(run.global_batch) + " (rule H2)");
     }
     s.num_microbatches = run.global_batch / per_step;
   }
 
   const HardRule broken = check_rules ? first_broken_rule(m, run, cluster, s) : HardRule::ok;
   if (broken != HardRule::ok) {
-    throw InputError(source + (origin.prefix.empty() ? "" : ": " + origin.field("strategy")) + ": invalid strategy for " + m.name + ": " +
-                     explain_rule(broken, m, run, cluster, s));
+    throw InputError(source + (origin.prefix.empty() ? "" : ": " + origin.field("strategy")) +
+                     ": invalid strategy for " + m.name + ": " + explain_rule(broken, m, run, cluster, s));
   }
   return s;
 }
@@ -207,14 +240,23 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
 void write_strategy_json(JsonWriter& j, const Strategy& s) {
   j.begin_object().field("dp", s.dp).field("tp", s.tp).field("sp", s.sp).field("pp", s.pp).field("vpp", s.vpp);
   j.key("pp_schedule");
-  if (s.schedule == Schedule::none) j.null(); else j.value(to_string(s.schedule));
+  if (s.schedule == Schedule::none)
+    j.null();
+  else
+    j.value(to_string(s.schedule));
   j.field("cp", s.cp);
   j.key("cp_algo");
-  if (s.cp_algo == CpAlgo::none) j.null(); else j.value(to_string(s.cp_algo));
+  if (s.cp_algo == CpAlgo::none)
+    j.null();
+  else
+    j.value(to_string(s.cp_algo));
   j.field("ep", s.ep).field("etp", s.etp).field("zero_stage", s.zero).field("shard_group", s.shard_group);
   j.field("recompute", to_string(s.recompute));
   j.key("recompute_layers");
-  if (s.recompute == Recompute::full && s.recompute_layers > 0) j.value(s.recompute_layers); else j.null();
+  if (s.recompute == Recompute::full && s.recompute_layers > 0)
+    j.value(s.recompute_layers);
+  else
+    j.null();
   j.field("micro_batch_size", s.micro_batch).field("num_microbatches", s.num_microbatches);
   j.field("cp_u", s.cp_u);
   j.end_object();
@@ -222,8 +264,7 @@ void write_strategy_json(JsonWriter& j, const Strategy& s) {
 
 std::string strategy_to_string(const Strategy& s) {
   std::ostringstream o;
-  o << "dp=" << s.dp << ",tp=" << s.tp << ",sp=" << (s.sp ? "true" : "false") << ",pp=" << s.pp
-    << ",vpp=" << s.vpp;
+  o << "dp=" << s.dp << ",tp=" << s.tp << ",sp=" << (s.sp ? "true" : "false") << ",pp=" << s.pp << ",vpp=" << s.vpp;
   if (s.schedule != Schedule::none) o << ",schedule=" << to_string(s.schedule);
   o << ",cp=" << s.cp;
   if (s.cp_algo != CpAlgo::none) o << ",cp_algo=" << to_string(s.cp_algo);

@@ -8,9 +8,9 @@
 
 namespace meshfit {
 
-std::string with_commas(std::int64_t v);       // 8030261248 -> "8,030,261,248"
-std::string fixed(double v, int decimals);      // rounds half away from zero
-std::string billions(std::int64_t params);      // 8030261248 -> "8.03 B"
+std::string with_commas(std::int64_t v);    // 8030261248 -> "8,030,261,248"
+std::string fixed(double v, int decimals);  // rounds half away from zero
+std::string billions(std::int64_t params);  // 8030261248 -> "8.03 B"
 
 // Columns padded to their widest cell; the first `left` columns left-aligned (1 by default),
 // the rest right-aligned (numbers).

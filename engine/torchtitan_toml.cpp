@@ -14,14 +14,19 @@ namespace meshfit {
 
 namespace {
 
-[[noreturn]] void cannot(const std::string& why) { throw ExportError("torchtitan cannot express this strategy: " + why); }
+[[noreturn]] void cannot(const std::string& why) {
+  throw ExportError("torchtitan cannot express this strategy: " + why);
+}
 
 }  // namespace
 
 TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s) {
-  if (s.tp > 1 && !s.sp) cannot("its tensor-parallel plan always shards norms along the sequence (sp=true is required with tp > 1)");
+  if (s.tp > 1 && !s.sp)
+    cannot("its tensor-parallel plan always shards norms along the sequence (sp=true is required with tp > 1)");
   // torchtitan applies FSDP over the CP ranks whenever cp > 1, and has no ZeRO-1/2 (FSDP2 is ZeRO-3).
-  if (s.zero == 1 || s.zero == 2) cannot("it shards with FSDP2 (zero_stage=3) or replicates (zero_stage=0); zero_stage=" + std::to_string(s.zero) + " has no setting");
+  if (s.zero == 1 || s.zero == 2)
+    cannot("it shards with FSDP2 (zero_stage=3) or replicates (zero_stage=0); zero_stage=" + std::to_string(s.zero) +
+           " has no setting");
   if (s.zero == 0 && s.cp > 1) cannot("with cp > 1 it shards parameters over the CP ranks (FSDP); use zero_stage=3");
   std::ostringstream out;
   out << "[parallelism]\n";
@@ -31,7 +36,7 @@ TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s)
   if (s.zero == 3) {
     const char* reshard = run.profile.reshard_after_forward == ReshardAfterForward::on    ? "always"
                           : run.profile.reshard_after_forward == ReshardAfterForward::off ? "never"
-                                                                                         : "default";
+                                                                                          : "default";
     out << "fsdp_reshard_after_forward = \"" << reshard << "\"\n";
   }
   out << "tensor_parallel_degree = " << s.tp << '\n';
@@ -64,9 +69,11 @@ TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s)
   }
   out << "context_parallel_degree = " << s.cp << '\n';
   if (s.cp > 1) {
-    if (s.cp_algo == CpAlgo::ulysses || s.cp_algo == CpAlgo::hybrid) cannot(std::string("it has no Ulysses context parallelism (cp_algo=") + to_string(s.cp_algo) + ")");
+    if (s.cp_algo == CpAlgo::ulysses || s.cp_algo == CpAlgo::hybrid)
+      cannot(std::string("it has no Ulysses context parallelism (cp_algo=") + to_string(s.cp_algo) + ")");
     // Ring attention passes KV shards between neighbours ("alltoall" rotation) or gathers them.
-    out << "context_parallel_rotate_method = \"" << (s.cp_algo == CpAlgo::allgather ? "allgather" : "alltoall") << "\"\n";
+    out << "context_parallel_rotate_method = \"" << (s.cp_algo == CpAlgo::allgather ? "allgather" : "alltoall")
+        << "\"\n";
   }
   if (m.is_moe()) {
     out << "expert_parallel_degree = " << s.ep << '\n';
@@ -77,7 +84,8 @@ TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s)
     case Recompute::none: out << "mode = \"none\"\n"; break;
     case Recompute::selective: out << "mode = \"selective\"\nselective_ac_option = \"op\"\n"; break;
     case Recompute::full:
-      if (s.recompute_layers != 0) cannot("it recomputes every layer or none (recompute_layers=" + std::to_string(s.recompute_layers) + ")");
+      if (s.recompute_layers != 0)
+        cannot("it recomputes every layer or none (recompute_layers=" + std::to_string(s.recompute_layers) + ")");
       out << "mode = \"full\"\n";
       break;
   }

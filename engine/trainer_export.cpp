@@ -30,8 +30,10 @@ TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, c
                        : f == TrainerFormat::torchtitan ? "torchtitan"
                        : f == TrainerFormat::deepspeed  ? "deepspeed"
                                                         : "hyperparallel";
-    throw ExportError(std::string(name) + " cannot express this strategy: full_layers_per_vstage (fully recomputed layers per virtual stage) has no "
-                      "trainer setting; use recompute_layers (per stage) instead");
+    throw ExportError(
+        std::string(name) +
+        " cannot express this strategy: full_layers_per_vstage (fully recomputed layers per virtual stage) has no "
+        "trainer setting; use recompute_layers (per stage) instead");
   }
   switch (f) {
     case TrainerFormat::megatron: return megatron_args(m, run, s);
@@ -43,7 +45,8 @@ TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, c
 }
 
 std::string mark_interrupted(TrainerFormat f, const std::string& text) {
-  constexpr const char* kNote = "meshfit: INTERRUPTED search: the fastest strategy of the part searched, not of the whole space";
+  constexpr const char* kNote =
+      "meshfit: INTERRUPTED search: the fastest strategy of the part searched, not of the whole space";
   if (f != TrainerFormat::deepspeed) return std::string("# ") + kNote + "\n" + text;
   const auto brace = text.find('{');
   if (brace == std::string::npos) return text;

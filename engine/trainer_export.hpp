@@ -24,8 +24,8 @@ class ExportError : public InputError {
 };
 
 struct TrainerConfig {
-  std::string text;                 // the file's content (or the argument list)
-  std::vector<std::string> notes;   // what the trainer needs beyond this file, for stderr
+  std::string text;                // the file's content (or the argument list)
+  std::vector<std::string> notes;  // what the trainer needs beyond this file, for stderr
 };
 
 std::optional<TrainerFormat> trainer_format_by_name(const std::string& name);

@@ -19,15 +19,24 @@ std::size_t sequence_length(std::string_view text, std::size_t i) {
   if (c < 0x80) return 1;
   std::size_t n = 0;
   std::uint8_t lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c == 0xE0) n = 3, lo = 0xA0;
-  else if (c >= 0xE1 && c <= 0xEC) n = 3;
-  else if (c == 0xED) n = 3, hi = 0x9F;
-  else if (c >= 0xEE && c <= 0xEF) n = 3;
-  else if (c == 0xF0) n = 4, lo = 0x90;
-  else if (c >= 0xF1 && c <= 0xF3) n = 4;
-  else if (c == 0xF4) n = 4, hi = 0x8F;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2;
+  else if (c == 0xE0)
+    n = 3, lo = 0xA0;
+  else if (c >= 0xE1 && c <= 0xEC)
+    n = 3;
+  else if (c == 0xED)
+    n = 3, hi = 0x9F;
+  else if (c >= 0xEE && c <= 0xEF)
+    n = 3;
+  else if (c == 0xF0)
+    n = 4, lo = 0x90;
+  else if (c >= 0xF1 && c <= 0xF3)
+    n = 4;
+  else if (c == 0xF4)
+    n = 4, hi = 0x8F;
+  else
+    return 0;
   if (i + n > text.size()) return 0;
   if (at(i + 1) < lo || at(i + 1) > hi) return 0;
   for (std::size_t k = 2; k < n; ++k) {

@@ -54,12 +54,18 @@ Device case_device(const Fields& d, std::vector<std::string>& notes) {
   const std::string name = d.optional_string("name").value_or("");
   const auto capacity_gib = d.optional_number("capacity_gib", 1e-3, 1e6);
   std::string preset;
-  if (name == "H100-SXM-96GB" || name == "H100-96GB") preset = "h100-96gb";
-  else if (name == "H100-80GB") preset = "h100-80gb";
-  else if (name == "H200-141GB") preset = "h200-141gb";
-  else if (name == "B200") preset = "b200-192gb";
-  else if (name == "A800-80GB") preset = "a100-80gb";
-  else if (name == "GH200") preset = "h200-141gb";
+  if (name == "H100-SXM-96GB" || name == "H100-96GB")
+    preset = "h100-96gb";
+  else if (name == "H100-80GB")
+    preset = "h100-80gb";
+  else if (name == "H200-141GB")
+    preset = "h200-141gb";
+  else if (name == "B200")
+    preset = "b200-192gb";
+  else if (name == "A800-80GB")
+    preset = "a100-80gb";
+  else if (name == "GH200")
+    preset = "h200-141gb";
   Device dev;
   if (!preset.empty()) {
     dev = load_device(preset);
@@ -68,8 +74,9 @@ Device case_device(const Fields& d, std::vector<std::string>& notes) {
     dev = load_device("h100-80gb");
     notes.push_back("unknown device " + quoted_text(name) + ": h100-80gb figures with the case's capacity");
   } else {
-    d.fail("name", "unknown device " + quoted_text(name) + " and no capacity_gib; expected one of H100-SXM-96GB, "
-                   "H100-96GB, H100-80GB, H200-141GB, B200, A800-80GB, GH200");
+    d.fail("name", "unknown device " + quoted_text(name) +
+                       " and no capacity_gib; expected one of H100-SXM-96GB, "
+                       "H100-96GB, H100-80GB, H200-141GB, B200, A800-80GB, GH200");
   }
   if (capacity_gib) dev.capacity = *capacity_gib * 1024.0 * 1024.0 * 1024.0;
   dev.name = name;
@@ -125,7 +132,8 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   if (vc.id.empty()) top.fail("id", "missing; expected a unique string");
   const std::string src = path + ": case " + quoted_text(vc.id);
   const Fields c(node, src);
-  for (const char* key : {"framework", "model", "run", "strategy", "recompute", "precision", "features", "device", "measured"}) {
+  for (const char* key :
+       {"framework", "model", "run", "strategy", "recompute", "precision", "features", "device", "measured"}) {
     if (!c.has(key)) c.fail(key, "missing");
   }
   vc.framework = c.optional_string("framework").value_or("");
@@ -133,7 +141,8 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   // profile, which builds on the same PyTorch parts.
   const std::vector<std::string> frameworks = {"torchtitan", "megatron", "deepspeed", "pytorch-probe", "other"};
   if (std::find(frameworks.begin(), frameworks.end(), vc.framework) == frameworks.end()) {
-    c.fail("framework", "expected torchtitan, megatron, deepspeed, pytorch-probe or other, got " + quoted_text(vc.framework));
+    c.fail("framework",
+           "expected torchtitan, megatron, deepspeed, pytorch-probe or other, got " + quoted_text(vc.framework));
   }
   auto& notes = vc.defaults_taken;
 
@@ -149,17 +158,32 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   flags.seq = r.required_int("seq_len");
   flags.global_batch = r.required_int("global_batch_size");
   flags.micro_batch = r.required_int("micro_batch_size");
-  flags.framework = vc.framework == "other" ? "megatron" : vc.framework == "pytorch-probe" ? "torchtitan" : vc.framework;
+  flags.framework = vc.framework == "other"           ? "megatron"
+                    : vc.framework == "pytorch-probe" ? "torchtitan"
+                                                      : vc.framework;
   if (vc.framework == "other") notes.push_back("framework other -> megatron profile");
   if (vc.framework == "pytorch-probe") notes.push_back("framework pytorch-probe -> torchtitan profile");
   const auto optimizer = p.optional_string("optimizer");
   if (optimizer && (*optimizer == "sgd" || *optimizer == "sgd_momentum")) flags.optimizer = "sgd_momentum";
-  vc.run = make_run(flags, true, InputOrigin{src, "run", {{"seq", "run.seq_len"}, {"global_batch", "run.global_batch_size"},
-                                                         {"micro_batch", "run.micro_batch_size"}}});
+  vc.run = make_run(flags, true,
+                    InputOrigin{src,
+                                "run",
+                                {{"seq", "run.seq_len"},
+                                 {"global_batch", "run.global_batch_size"},
+                                 {"micro_batch", "run.micro_batch_size"}}});
   Precision& pr = vc.run.precision;
-  if (const auto v = p.optional_number("param_bytes", 0, 16)) pr.beta_P = *v; else notes.push_back("null param_bytes -> " + pr.preset);
-  if (const auto v = p.optional_number("master_weight_bytes", 0, 16)) pr.beta_master = *v; else notes.push_back("null master_weight_bytes -> " + pr.preset);
-  if (const auto v = p.optional_number("grad_bytes", 0, 16)) pr.beta_G = *v; else notes.push_back("null grad_bytes -> " + pr.preset);
+  if (const auto v = p.optional_number("param_bytes", 0, 16))
+    pr.beta_P = *v;
+  else
+    notes.push_back("null param_bytes -> " + pr.preset);
+  if (const auto v = p.optional_number("master_weight_bytes", 0, 16))
+    pr.beta_master = *v;
+  else
+    notes.push_back("null master_weight_bytes -> " + pr.preset);
+  if (const auto v = p.optional_number("grad_bytes", 0, 16))
+    pr.beta_G = *v;
+  else
+    notes.push_back("null grad_bytes -> " + pr.preset);
   if (const auto v = p.optional_number("optimizer_state_bytes", 0, 64)) {
     pr.beta_state = *v / vc.run.optimizer_states();
   } else {
@@ -196,27 +220,42 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   st.etp = s.optional_int("etp").value_or(1);
   st.sp = s.optional_bool("sp").value_or(false) && st.tp > 1;
   const std::int64_t world = s.required_int("world_size");
-  if (world != st.dp * st.tp * st.pp * st.cp) s.fail("world_size", "expected dp·tp·pp·cp = " + std::to_string(st.dp * st.tp * st.pp * st.cp));
+  if (world != st.dp * st.tp * st.pp * st.cp)
+    s.fail("world_size", "expected dp·tp·pp·cp = " + std::to_string(st.dp * st.tp * st.pp * st.cp));
   st.vpp = s.optional_int("vpp").value_or(1);
   if (!s.has("vpp")) notes.push_back("null vpp -> 1");
   if (st.pp > 1) {
     const std::string sched = s.optional_string("pp_schedule").value_or(st.vpp > 1 ? "interleaved_1f1b" : "1f1b");
     if (!s.has("pp_schedule")) notes.push_back("null pp_schedule -> " + sched);
-    if (sched == "1f1b") st.schedule = Schedule::one_f_one_b;
-    else if (sched == "interleaved_1f1b") st.schedule = Schedule::interleaved_1f1b;
-    else if (sched == "gpipe") st.schedule = Schedule::gpipe;
-    else if (sched == "zero_bubble" || sched == "zb_h1") st.schedule = Schedule::zb_h1;
-    else if (sched == "dualpipev") st.schedule = Schedule::dualpipev;
-    else s.fail("pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zero_bubble or dualpipev, got " + quoted_text(sched));
+    if (sched == "1f1b")
+      st.schedule = Schedule::one_f_one_b;
+    else if (sched == "interleaved_1f1b")
+      st.schedule = Schedule::interleaved_1f1b;
+    else if (sched == "gpipe")
+      st.schedule = Schedule::gpipe;
+    else if (sched == "zero_bubble" || sched == "zb_h1")
+      st.schedule = Schedule::zb_h1;
+    else if (sched == "dualpipev")
+      st.schedule = Schedule::dualpipev;
+    else
+      s.fail("pp_schedule",
+             "expected 1f1b, interleaved_1f1b, gpipe, zero_bubble or dualpipev, got " + quoted_text(sched));
   }
   if (st.cp > 1) {
     const std::string algo = s.optional_string("cp_algo").value_or("ring");
     if (!s.has("cp_algo")) notes.push_back("null cp_algo -> ring");
-    if (algo == "ring") st.cp_algo = CpAlgo::ring;
-    else if (algo == "ulysses") { st.cp_algo = CpAlgo::ulysses; st.cp_u = st.cp; }
-    else if (algo == "allgather") st.cp_algo = CpAlgo::allgather;
-    else if (algo == "hybrid") { st.cp_algo = CpAlgo::hybrid; st.cp_u = hybrid_ulysses_degree(vc.model, st, 8); }
-    else s.fail("cp_algo", "expected ring, ulysses or allgather, got " + quoted_text(algo));
+    if (algo == "ring")
+      st.cp_algo = CpAlgo::ring;
+    else if (algo == "ulysses") {
+      st.cp_algo = CpAlgo::ulysses;
+      st.cp_u = st.cp;
+    } else if (algo == "allgather")
+      st.cp_algo = CpAlgo::allgather;
+    else if (algo == "hybrid") {
+      st.cp_algo = CpAlgo::hybrid;
+      st.cp_u = hybrid_ulysses_degree(vc.model, st, 8);
+    } else
+      s.fail("cp_algo", "expected ring, ulysses or allgather, got " + quoted_text(algo));
   }
   const auto zero = s.optional_int("zero_stage", 0);
   if (zero && *zero > 3) s.fail("zero_stage", "expected 0, 1, 2 or 3");
@@ -234,18 +273,23 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   const Fields rc(c.raw("recompute"), src, "recompute");
   const std::string mode = rc.optional_string("mode").value_or("none");
   const std::string detail = rc.optional_string("detail").value_or("");
-  if (mode == "none") st.recompute = Recompute::none;
-  else if (mode == "full") st.recompute = Recompute::full;
-  else if (mode == "selective") st.recompute = Recompute::selective;
-  else rc.fail("mode", "expected none, selective or full, got " + quoted_text(mode));
+  if (mode == "none")
+    st.recompute = Recompute::none;
+  else if (mode == "full")
+    st.recompute = Recompute::full;
+  else if (mode == "selective")
+    st.recompute = Recompute::selective;
+  else
+    rc.fail("mode", "expected none, selective or full, got " + quoted_text(mode));
   if (const auto layers = rc.optional_int("layers")) {
     if (st.recompute == Recompute::full) st.recompute_layers = *layers;
   }
   if (st.recompute == Recompute::selective) {
     // torchtitan's per-op SAC keeps matmul and attention outputs: HyperParallel's policy (§7.5).
     // MoE layers (no analytic SAC record) fall back to HyperParallel's switches, the same policy.
-    vc.run.options.switches = vc.framework == "torchtitan" || vc.framework == "pytorch-probe" ? RecomputeSwitches::hyperparallel()
-                                                            : megatron_modules(detail);
+    vc.run.options.switches = vc.framework == "torchtitan" || vc.framework == "pytorch-probe"
+                                  ? RecomputeSwitches::hyperparallel()
+                                  : megatron_modules(detail);
     if (vc.framework == "torchtitan" || vc.framework == "pytorch-probe") {
       vc.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;  // the probe's SAC is torchtitan's
     }
@@ -275,7 +319,8 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
     if (const auto step = me.optional_number("step_time_s", 1e-9, 1e9)) {
       vc.measured_tokens_per_sec = tokens / (*step * static_cast<double>(world));
       notes.push_back("tokens/s per device from step_time_s (gb·seq / (T·N))");
-    } else if (const auto tf = me.optional_number("tflops_per_device", 1e-9, 1e6); tf && vc.framework == "megatron" && flops > 0) {
+    } else if (const auto tf = me.optional_number("tflops_per_device", 1e-9, 1e6);
+               tf && vc.framework == "megatron" && flops > 0) {
       vc.measured_tokens_per_sec = *tf * 1e12 / flops;
       notes.push_back("tokens/s per device from tflops_per_device over Megatron's FLOPs per token");
     }

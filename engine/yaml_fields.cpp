@@ -97,8 +97,7 @@ YAML::Node parse_yaml_text(const std::string& text, const std::string& source) {
                      " levels of lists and maps)");
   } catch (const YAML::Exception& e) {
     std::ostringstream msg;
-    msg << source << ":" << (e.mark.line + 1) << ":" << (e.mark.column + 1)
-        << ": malformed JSON/YAML: " << e.msg;
+    msg << source << ":" << (e.mark.line + 1) << ":" << (e.mark.column + 1) << ": malformed JSON/YAML: " << e.msg;
     throw InputError(msg.str());
   }
   std::int64_t values = 0;
@@ -113,9 +112,12 @@ YAML::Node load_yaml_file(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    const char* what = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a regular file";
-    throw InputError(path + ": cannot read file: it is " + std::string(what) + "; expected a regular YAML or JSON file");
+    const char* what = S_ISDIR(st.st_mode)                          ? "a directory"
+                       : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                    : "not a regular file";
+    throw InputError(path + ": cannot read file: it is " + std::string(what) +
+                     "; expected a regular YAML or JSON file");
   }
   const auto too_large = [&] {
     ::close(fd);

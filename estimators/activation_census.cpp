@@ -33,9 +33,7 @@ bool op_kept(Op op, const RecomputeSwitches& sw) {
 bool attention_dropout(const Model& m, const Run& run) {
   return run.options.attention_dropout.value_or(m.attention_dropout);
 }
-bool hidden_dropout(const Model& m, const Run& run) {
-  return run.options.hidden_dropout.value_or(m.hidden_dropout);
-}
+bool hidden_dropout(const Model& m, const Run& run) { return run.options.hidden_dropout.value_or(m.hidden_dropout); }
 bool embedding_dropout(const Model& m, const Run& run) {
   return run.options.embedding_dropout.value_or(m.embedding_dropout);
 }
@@ -55,9 +53,7 @@ std::int64_t replicated_kv_heads(const Model& m, const Strategy& s) {
 namespace {
 
 // §7.4.7: with fp8_saved_matmul_inputs the inputs of linear layers are kept in 1 byte.
-double linear_input_bytes(const Run& run) {
-  return run.options.fp8_saved_matmul_inputs ? 1.0 : run.options.beta_a;
-}
+double linear_input_bytes(const Run& run) { return run.options.fp8_saved_matmul_inputs ? 1.0 : run.options.beta_a; }
 
 // §7.4.1 / §7.4.2: the attention block. Returns W_att.
 double attention_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
@@ -133,8 +129,7 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   c.add(Op::normOp, false, o.beta_n * h);
   c.add(Op::ffMM, false, lin * h);
   c.add(Op::ffMM, false, o.beta_a * (2 * E + k) + o.beta_a * h);  // router slot + combined output
-  c.add(Op::ffMM, true, n_asg * (lin * h * static_cast<double>(s.etp) + o.beta_a * n_up * fe) +
-                            o.beta_a * n_up * fsh);
+  c.add(Op::ffMM, true, n_asg * (lin * h * static_cast<double>(s.etp) + o.beta_a * n_up * fe) + o.beta_a * n_up * fsh);
   c.add(Op::ffAct, true, n_asg * lin * fe + lin * fsh);
   if (m.gated && !o.fused_swiglu) c.add(Op::other, true, n_asg * o.beta_a * fe + o.beta_a * fsh);
   return n_asg * o.beta_a * (n_up + 1) * fe + o.beta_a * (n_up + 1) * fsh;
@@ -152,13 +147,13 @@ void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, Census& c
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double dh = static_cast<double>(m.head_dim), f = static_cast<double>(m.ffn);
   const double kv = static_cast<double>(replicated_kv_heads(m, s));
-  c.sac_saved = b * h;                                               // block input
+  c.sac_saved = b * h;                                                              // block input
   c.sac_saved_tp = b * (a * dh + kv * dh + a * dh + f) + run.options.beta_lse * a;  // wq, wv, attention, w1
   if (s.tp > 1) {
-    c.sac_unsplit = b * h;        // w2's partial sum, full sequence
-    c.sac_saved += 2 * b * h;     // reduce-scatter outputs of wo and w2
+    c.sac_unsplit = b * h;     // w2's partial sum, full sequence
+    c.sac_saved += 2 * b * h;  // reduce-scatter outputs of wo and w2
   } else {
-    c.sac_saved += b * h;         // w2 output
+    c.sac_saved += b * h;  // w2 output
   }
 }
 
@@ -176,9 +171,7 @@ Census analytic_census(const Model& m, const Run& run, const Strategy& s, FfnKin
 
 double gathered_kv_bytes(const Model& m, const Run& run, const Strategy& s) {
   if (s.cp <= 1) return 0;
-  const std::int64_t kv_shards = s.cp_algo == CpAlgo::ulysses  ? s.cp
-                                 : s.cp_algo == CpAlgo::hybrid ? s.cp_u
-                                                               : 1;
+  const std::int64_t kv_shards = s.cp_algo == CpAlgo::ulysses ? s.cp : s.cp_algo == CpAlgo::hybrid ? s.cp_u : 1;
   const std::int64_t gathered = s.cp / kv_shards;
   if (gathered <= 1) return 0;
   double width;  // width_K + width_V

@@ -14,7 +14,18 @@ namespace meshfit {
 
 // The op vocabulary of §7.5.
 enum class Op : std::uint8_t {
-  normOp, attMM, attBMM, attUp, softmax, dropout, headCast, gather, ffMM, ffAct, linrec, other
+  normOp,
+  attMM,
+  attBMM,
+  attUp,
+  softmax,
+  dropout,
+  headCast,
+  gather,
+  ffMM,
+  ffAct,
+  linrec,
+  other
 };
 inline constexpr std::size_t kOpCount = 12;
 
@@ -32,9 +43,7 @@ struct Census {
 
   double saved_total() const;
   double saved_tp_total() const;
-  void add(Op op, bool tp_split, double bytes) {
-    (tp_split ? saved_tp : saved)[static_cast<std::size_t>(op)] += bytes;
-  }
+  void add(Op op, bool tp_split, double bytes) { (tp_split ? saved_tp : saved)[static_cast<std::size_t>(op)] += bytes; }
 };
 
 // Whether a selective layer keeps the bytes of `op` under `sw` (§7.5): ops without a switch are

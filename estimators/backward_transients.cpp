@@ -13,7 +13,8 @@ double logits_transient(const Run& run, const Strategy& s, double n_cp, double v
 
 double cp_kv_dim(const Model& m, const Strategy& s) {
   const double tp = static_cast<double>(s.tp);
-  if (m.attention == AttentionKind::mla) return static_cast<double>(m.heads * (2 * m.v_head_dim + m.qk_rope_dim)) / 2 / tp;
+  if (m.attention == AttentionKind::mla)
+    return static_cast<double>(m.heads * (2 * m.v_head_dim + m.qk_rope_dim)) / 2 / tp;
   if (m.kv_heads < m.heads) return static_cast<double>(m.kv_heads * m.head_dim) / tp;
   return static_cast<double>(m.heads * m.head_dim) / tp;
 }
@@ -36,8 +37,8 @@ double cp_buffer_transient(const Model& m, const Run& run, const Strategy& s, st
 double ep_buffer_transient(const Model& m, const Run& run, const Strategy& s, double n_cp) {
   const RunOptions& o = run.options;
   const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
-  return (n_cp / static_cast<double>(s.sigma())) * static_cast<double>(m.top_k) * rho *
-         static_cast<double>(m.hidden) * o.beta_a * (1 + static_cast<double>(s.etp));
+  return (n_cp / static_cast<double>(s.sigma())) * static_cast<double>(m.top_k) * rho * static_cast<double>(m.hidden) *
+         o.beta_a * (1 + static_cast<double>(s.etp));
 }
 
 }  // namespace meshfit

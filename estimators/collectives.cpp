@@ -15,8 +15,8 @@ Group make_group(const Device& d, std::int64_t stride, std::int64_t size, bool t
   g.per_node = p.per_node;
   const double intra = d.eta_intra * d.intra_bandwidth;
   // §4: a rail-optimised ring leaves the node through n_in NICs in parallel.
-  g.ring_bandwidth = p.inside_node ? intra
-                                   : std::min(intra, static_cast<double>(p.per_node) * d.eta_inter * d.inter_bandwidth);
+  g.ring_bandwidth =
+      p.inside_node ? intra : std::min(intra, static_cast<double>(p.per_node) * d.eta_inter * d.inter_bandwidth);
   g.alpha = p.inside_node ? d.alpha_intra : d.alpha_inter;
   return g;
 }

@@ -9,7 +9,7 @@
 namespace meshfit {
 
 struct Group {
-  std::int64_t size = 1;      // n_g
+  std::int64_t size = 1;  // n_g
   bool inside_node = true;
   std::int64_t per_node = 1;  // n_in
   double ring_bandwidth = 0;  // B_eff
@@ -23,8 +23,8 @@ Group make_group(const Device& device, std::int64_t stride, std::int64_t size, b
 
 // Each member's full buffer `S` (bytes); a group of one, or 0 bytes, costs 0 (ruling 8).
 double all_reduce(const Group& g, double bytes);
-double reduce_scatter(const Group& g, double bytes);  // S: each member's full input
-double all_gather(const Group& g, double bytes);      // S: each member's full output
+double reduce_scatter(const Group& g, double bytes);               // S: each member's full input
+double all_gather(const Group& g, double bytes);                   // S: each member's full output
 double all_to_all(const Group& g, const Device& d, double bytes);  // S: bytes each member sends
 // A dispatch that sends each token once to every other node holding one of its experts, NVLink
 // forwarding it there (DeepEP, HybridEP): `bytes` as all_to_all, `remote_bytes` what crosses the

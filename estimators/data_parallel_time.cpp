@@ -50,13 +50,15 @@ void data_parallel_time(StageTime& st, const StageParams& p, const DataParallelG
   const bool overlap = run.options.dp_overlap;
   const double win_f = overlap ? st.forward : 0, win_b = overlap ? st.backward + st.recompute : 0;
   const double n_b = std::ceil((P_d + P_e) / g.bucket_params);
-  const double t_rs = reduce_scatter(g.shard, P_d * pr.beta_gcomm) + reduce_scatter(g.expert_shard, P_e * pr.beta_gcomm);
+  const double t_rs =
+      reduce_scatter(g.shard, P_d * pr.beta_gcomm) + reduce_scatter(g.expert_shard, P_e * pr.beta_gcomm);
   const double t_ag = all_gather(g.shard, P_d * pr.beta_gather) + all_gather(g.expert_shard, P_e * pr.beta_gather);
   const double t_hsdp = g.hsdp ? all_reduce(g.replicate, P_d * pr.beta_gcomm / static_cast<double>(s.shard_group)) : 0;
   double c_red = 0, c_ag = 0;
   switch (s.zero) {
     case 0:
-      c_red = exposed(all_reduce(g.reduce, P_d * pr.beta_gcomm) + all_reduce(g.expert_reduce, P_e * pr.beta_gcomm), win_b, n_b);
+      c_red = exposed(all_reduce(g.reduce, P_d * pr.beta_gcomm) + all_reduce(g.expert_reduce, P_e * pr.beta_gcomm),
+                      win_b, n_b);
       break;
     case 1:
       c_red = exposed(t_rs + t_hsdp, win_b, n_b);

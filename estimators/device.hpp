@@ -17,19 +17,19 @@ struct Device {
   double overhead_ep_library = 0;        // O_ep, bytes (stages with MoE layers only)
   double overhead_fixed = 0;             // O_fixed, bytes
   // Step-time model (search-and-time.md §4, §7).
-  double peak_flops = 0;                 // F_peak, dense bf16 FLOP/s
-  double hbm_bandwidth = 0;              // B_hbm, B/s
-  std::int64_t devices_per_node = 8;     // D
-  double intra_bandwidth = 0;            // B_in, B/s per device and direction
-  double inter_bandwidth = 0;            // B_out, B/s per device and direction
+  double peak_flops = 0;              // F_peak, dense bf16 FLOP/s
+  double hbm_bandwidth = 0;           // B_hbm, B/s
+  std::int64_t devices_per_node = 8;  // D
+  double intra_bandwidth = 0;         // B_in, B/s per device and direction
+  double inter_bandwidth = 0;         // B_out, B/s per device and direction
   double eta_max = 0.70;
-  double kernel_overhead = 1e-6;         // τ_kern, s
+  double kernel_overhead = 1e-6;  // τ_kern, s
   double eta_intra = 0.70;
   double eta_inter = 0.90;
   // Inter-node all-to-all reaches less of the link than ring collectives (many peers at once,
   // incast at the receiving NICs): the fraction of η_out·B_out it gets. 1 = the §7.4 formula.
   double eta_a2a_inter = 1.0;
-  double alpha_intra = 2e-6;             // s per ring step
+  double alpha_intra = 2e-6;  // s per ring step
   double alpha_inter = 5e-6;
   double eta_hbm = 0.80;
 };

@@ -193,7 +193,7 @@ double in_flight_into(std::vector<std::int64_t>& counts, const Strategy& s, std:
     switch (s.schedule) {
       case Schedule::interleaved_1f1b: return interleaved(&counts, s, i, A);
       case Schedule::gpipe: counts.assign(A.size(), m); break;  // §8.2
-      case Schedule::dualpipev:  // §8.4, SAPP-ND's counts
+      case Schedule::dualpipev:                                 // §8.4, SAPP-ND's counts
         counts.assign({2 * s.pp - 1 - i, i});
         break;
       default:  // §8.1: 1F1B and ZB-H1

@@ -57,8 +57,8 @@ CensusPerToken per_token_measured(const MeasuredCensus& mc, const CensusPerToken
   return t;
 }
 
-LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double n_cp, double hidden,
-                                 const Run& run, const Strategy& s) {
+LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double n_cp, double hidden, const Run& run,
+                                 const Strategy& s) {
   LayerActivation a;
   switch (mode) {
     case Recompute::none:

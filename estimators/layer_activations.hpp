@@ -34,8 +34,8 @@ CensusPerToken per_token_measured(const MeasuredCensus& mc, const CensusPerToken
                                   const Strategy& s, double g_kv);
 
 // One layer under recompute `mode`, for n_cp = b·s/cp tokens (§7.2; full: §7.6).
-LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double n_cp, double hidden,
-                                 const Run& run, const Strategy& s);
+LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double n_cp, double hidden, const Run& run,
+                                 const Strategy& s);
 
 // K_emb and K_out (§7.7), per micro-batch.
 double embedding_kept(const Model& m, const Run& run, const Strategy& s, double n_cp);

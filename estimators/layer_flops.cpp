@@ -24,12 +24,12 @@ LayerFlops layer_flops(const Model& m, FfnKind ffn, double n_tok, double s, doub
     const double rq = static_cast<double>(m.q_lora_rank), rkv = static_cast<double>(m.kv_lora_rank);
     const double d_nope = static_cast<double>(m.qk_nope_dim), d_rope = static_cast<double>(m.qk_rope_dim);
     if (m.q_lora_rank > 0) {
-      f.add(2 * n_tok * h * rq, OpRole::attention_proj);          // query down
-      f.add(2 * n_tok * rq * a * d_qk, OpRole::attention_up);     // query up
+      f.add(2 * n_tok * h * rq, OpRole::attention_proj);       // query down
+      f.add(2 * n_tok * rq * a * d_qk, OpRole::attention_up);  // query up
     } else {
       f.add(2 * n_tok * h * a * d_qk, OpRole::attention_proj);
     }
-    f.add(2 * n_tok * h * (rkv + d_rope), OpRole::attention_proj);     // kv down
+    f.add(2 * n_tok * h * (rkv + d_rope), OpRole::attention_proj);      // kv down
     f.add(2 * n_tok * rkv * a * (d_nope + d_v), OpRole::attention_up);  // kv up
   } else {
     const double kv = static_cast<double>(m.kv_heads);
@@ -73,8 +73,8 @@ double sequence_flops(const Model& m, double s) {
   const double vocab = static_cast<double>(m.vocab);
   total += logits_flops(m, s, vocab);
   if (m.mtp_depths > 0 && !m.layer_ffn.empty()) {
-    const double depth = layer_flops(m, m.layer_ffn.back(), s, s, 1, 1).total() + mtp_projection_flops(m, s) +
-                         logits_flops(m, s, vocab);
+    const double depth =
+        layer_flops(m, m.layer_ffn.back(), s, s, 1, 1).total() + mtp_projection_flops(m, s) + logits_flops(m, s, vocab);
     total += static_cast<double>(m.mtp_depths) * depth;
   }
   return total;

@@ -41,7 +41,8 @@ double elementwise_bytes(const Model& m, const Run& run, const Strategy& s, FfnK
     bytes += (n_up + 1) * static_cast<double>(m.ffn) * ba / tp;
   } else {
     const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
-    bytes += ((n_up + 1) * static_cast<double>(m.top_k) * rho * static_cast<double>(m.expert_ffn) + (n_up + 1) * fsh) * ba / tp;
+    bytes += ((n_up + 1) * static_cast<double>(m.top_k) * rho * static_cast<double>(m.expert_ffn) + (n_up + 1) * fsh) *
+             ba / tp;
   }
   return bytes;
 }
@@ -77,7 +78,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
       t.core_forward = f;
       t.backward += kernel_time(d, eta.core, core_backward_ratio(run) * F);
     } else {
-      t.backward += 2 * f;   // input gradient and weight gradient
+      t.backward += 2 * f;  // input gradient and weight gradient
       t.weight_grad += f;
     }
     if (op.role == OpRole::attention_proj || op.role == OpRole::attention_up) att_proj_f += f;
@@ -88,7 +89,8 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
   // §7.3 option `elementwise`: memory-bound bytes of norms, rotary, activation and residual adds
   // (read and written once in forward, twice in backward), at the framework's HBM passes.
   if (run.profile.elementwise) {
-    const double passes = o.torch_compile ? run.profile.compiled_elementwise_passes : run.profile.eager_elementwise_passes;
+    const double passes =
+        o.torch_compile ? run.profile.compiled_elementwise_passes : run.profile.eager_elementwise_passes;
     const double bytes = elementwise_bytes(m, run, s, ffn, rho) * b * seq / static_cast<double>(s.cp) * passes;
     const double t_e = bytes / (d.eta_hbm * d.hbm_bandwidth);
     t.forward += t_e;
@@ -191,7 +193,8 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
     }
     if (s.etp > 1) {
       const Group etp = make_group(d, 1, s.etp, tree);
-      forward += all_gather(etp, static_cast<double>(s.etp) * S_d) + reduce_scatter(etp, static_cast<double>(s.etp) * S_d);
+      forward +=
+          all_gather(etp, static_cast<double>(s.etp) * S_d) + reduce_scatter(etp, static_cast<double>(s.etp) * S_d);
     }
     forward *= 1 - o.ep_overlap;  // §7.6: ω_ep hidden
     // The V pairs each chunk's comm with the other's compute (unless dualpipe_overlap is off).

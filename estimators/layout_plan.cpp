@@ -4,8 +4,8 @@
 
 namespace meshfit {
 
-void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp,
-                      std::int64_t vpp, bool full_recompute, bool find_twins) {
+void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp, std::int64_t vpp,
+                      bool full_recompute, bool find_twins) {
   out.pp = pp;
   out.vpp = vpp;
   out.layer_ffn = m.layer_ffn;
@@ -42,7 +42,8 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
         r.kind = ffn == FfnKind::moe ? 1 : 0;
         r.full = full;
         out.runs.push_back(r);
-        out.parts.emplace_back(r.kind == 1 ? StatePart::moe_layer : StatePart::dense_layer, static_cast<double>(r.count));
+        out.parts.emplace_back(r.kind == 1 ? StatePart::moe_layer : StatePart::dense_layer,
+                               static_cast<double>(r.count));
         ps.has_moe = ps.has_moe || r.kind == 1;
         ps.kind_present[r.kind] = true;
         ps.body_layers[r.kind][r.full ? 1 : 0] += r.count;
@@ -81,8 +82,7 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
       const PlannedStage& q = out.stages[j];
       if (q.embedding || q.head || q.twin != PlannedStage::kNoTwin) continue;
       if (q.kind_present != ps.kind_present || q.has_moe != ps.has_moe || q.last_layer_kind != ps.last_layer_kind ||
-          q.body_layers != ps.body_layers ||
-          q.parts_end - q.parts_begin != ps.parts_end - ps.parts_begin ||
+          q.body_layers != ps.body_layers || q.parts_end - q.parts_begin != ps.parts_end - ps.parts_begin ||
           !std::equal(out.parts.begin() + q.parts_begin, out.parts.begin() + q.parts_end,
                       out.parts.begin() + ps.parts_begin)) {
         continue;

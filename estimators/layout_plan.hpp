@@ -50,7 +50,7 @@ struct PlannedStage {
   // Body layers by [kind][fully recomputed]: a stage's time adds each layer's, so the compute side
   // multiplies the kind's figures by these instead of walking the layers.
   std::array<std::array<std::int64_t, 2>, 2> body_layers{};
-  int last_layer_kind = -1;            // its last body layer's kind, −1 with none
+  int last_layer_kind = -1;  // its last body layer's kind, −1 with none
   // An earlier stage with the same model-state parts in the same order, the same kinds, the same
   // layer counts per (kind, fully recomputed) and no end of the model: the same model states,
   // FSDP holdings and communicators under any (z, G), and the same compute, which the estimators
@@ -70,10 +70,10 @@ struct LayoutPlan {
   std::vector<PlannedRun> runs;
   std::vector<PlannedChunk> chunks;  // stage-major: chunks[i·vpp + c]
   std::vector<PlannedStage> stages;
-  std::vector<std::pair<StatePart, double>> parts;  // (part, times), stage after stage
-  std::vector<std::uint32_t> walk_chunks;           // per stage (PlannedStage::walk_begin)
+  std::vector<std::pair<StatePart, double>> parts;                     // (part, times), stage after stage
+  std::vector<std::uint32_t> walk_chunks;                              // per stage (PlannedStage::walk_begin)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> repeat_chunks;  // per stage (repeat_begin)
-  std::vector<std::uint32_t> signature_firsts;      // make_layout_plan's work space (storage kept)
+  std::vector<std::uint32_t> signature_firsts;                         // make_layout_plan's work space (storage kept)
 
   const PlannedChunk& chunk(std::int64_t stage, std::int64_t c) const {
     return chunks[static_cast<std::size_t>(stage * vpp + c)];

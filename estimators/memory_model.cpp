@@ -80,8 +80,8 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
     KindActivation k;
     params = rank_params(layer_params(m, ffn, kv_counted), s);
     k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
-    const std::string kind_name = std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") +
-                                  (ffn == FfnKind::moe ? "_moe" : "_dense");
+    const std::string kind_name =
+        std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") + (ffn == FfnKind::moe ? "_moe" : "_dense");
     if (const MeasuredCensus* mc = m.census_for(kind_name)) k.census = per_token_measured(*mc, k.census, run, s, g_kv);
     for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
       k.by_mode[static_cast<std::size_t>(mode)] = layer_activation(k.census, mode, n_cp, h, run, s);
@@ -89,7 +89,8 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
     return k;
   };
   // The kinds, from the cache when this search (context) has met their key.
-  const std::array<std::int64_t, 8> key{s.tp, s.sigma(), s.cp, static_cast<std::int64_t>(s.cp_algo), s.cp_u, s.ep, s.etp, s.micro_batch};
+  const std::array<std::int64_t, 8> key{s.tp,   s.sigma(), s.cp,  static_cast<std::int64_t>(s.cp_algo),
+                                        s.cp_u, s.ep,      s.etp, s.micro_batch};
   std::optional<KindCache::Entry> local;  // without a cache (made only then)
   KindCache::Entry* entry = nullptr;
   if (cache && context != 0) {
@@ -124,14 +125,15 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
   if (const MeasuredCensus* out = m.census_for("output")) {  // §7.7: the output layer's own record
     const double tp = static_cast<double>(s.tp);
     k_out = n_cp * (out->saved / sigma + out->saved_tp / tp);
-    tr_logits = n_cp * std::max(0.0, out->working / sigma + out->working_tp / tp - (out->saved / sigma + out->saved_tp / tp));
+    tr_logits =
+        n_cp * std::max(0.0, out->working / sigma + out->working_tp / tp - (out->saved / sigma + out->saved_tp / tp));
   }
   const FfnKind mtp_ffn = m.layer_ffn.empty() ? FfnKind::dense : m.layer_ffn.back();
   const std::size_t mtp_kind = mtp_ffn == FfnKind::moe ? 1 : 0;
 
   // The CP and EP buffers are the same on every stage that holds layers (MoE layers for EP).
-  const double tr_cp = seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node)
-                            : cp_buffer_transient(m, run, s, dev.devices_per_node);
+  const double tr_cp =
+      seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node) : cp_buffer_transient(m, run, s, dev.devices_per_node);
   const double tr_ep = m.is_moe() ? ep_buffer_transient(m, run, s, n_cp) : 0;
   // Grown, never shrunk: a memo entry serves strategies of every pp in turn, and shrinking would
   // free the stages' vectors only for the next larger pp to allocate them again.
@@ -197,7 +199,8 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
     const bool listed = plain && !seed;
     const std::int64_t walked_chunks = listed ? static_cast<std::int64_t>(ps.walk_end - ps.walk_begin) : s.vpp;
     for (std::int64_t n = 0; n < walked_chunks; ++n) {
-      const std::int64_t c = listed ? static_cast<std::int64_t>(plan.walk_chunks[ps.walk_begin + static_cast<std::size_t>(n)]) : n;
+      const std::int64_t c =
+          listed ? static_cast<std::int64_t>(plan.walk_chunks[ps.walk_begin + static_cast<std::size_t>(n)]) : n;
       const auto cu = static_cast<std::size_t>(c);
       const PlannedChunk& pc = plan.chunk(i, c);
       const std::int64_t u = pc.vstage;
@@ -327,7 +330,8 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
       }
       st.activations = peak;
     } else {
-      st.activations = counts ? in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes) : in_flight_peak(s, i, st.chunk_bytes);
+      st.activations =
+          counts ? in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes) : in_flight_peak(s, i, st.chunk_bytes);
     }
     st.tr_attn = tr_attn;
     st.tr_logits = st.head ? tr_logits : 0;
@@ -444,7 +448,8 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   const ZeroDivisors z = zero_divisors(s, run);
   const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
   const double prefetch = 1 + static_cast<double>(o.fsdp_prefetch_layers);
-  const double seed_full_input = o.beta_a * static_cast<double>(run.seq * s.micro_batch) * h / static_cast<double>(s.sigma());
+  const double seed_full_input =
+      o.beta_a * static_cast<double>(run.seq * s.micro_batch) * h / static_cast<double>(s.sigma());
 
   // The ends of the model (§4.7, §4.8, §5.3).
   const double table_params = v_pad * h / tp;
@@ -481,7 +486,8 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
       }
       return k;
     };
-    statics.kinds = {kind(FfnKind::dense, side.params[0]), m.is_moe() ? kind(FfnKind::moe, side.params[1]) : KindStates{}};
+    statics.kinds = {kind(FfnKind::dense, side.params[0]),
+                     m.is_moe() ? kind(FfnKind::moe, side.params[1]) : KindStates{}};
     if (!m.is_moe()) statics.kinds[1] = statics.kinds[0];
     // Each end part's states, the same on whichever stage holds it (index: Part's value).
     std::array<ModelStates, 6> end_states{};
@@ -547,8 +553,9 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
       st.gathered = states.gathered + statics.held[i];
       st.fp8_cache = states.fp8_cache;
       t.stat = st.static_total();
-      t.step = t.stat + (o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
-                         (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0));
+      t.step =
+          t.stat + (o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
+                    (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0));
       t.defers = defers;
       if (defers) t.deferred = run.precision.beta_gcomm * states.unsharded_elements;
       double max_pg = 0, max_rg = 0;
@@ -692,8 +699,8 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
       st.tr_dpv = std::max(a.partial.chunk_bytes[0] + t[1], a.partial.chunk_bytes[1] + t[0]);
       layer_candidate = st.tr_dpv;
     }
-    st.transient = std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket,
-                             st.tr_cp, st.tr_ep});
+    st.transient =
+        std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep});
     // §9.9: the optimizer-step phase.
     st.step_transient = o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
                         (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);
@@ -785,8 +792,8 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   const bool counts = stage_detail || seed || grad_clip_adjusts(run) || dualpipev_overlap(s);
   if (context == 0) {
     activation_side(scratch.side, plan, nullptr, 0, m, run, dev, s, counts);
-    finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s, scratch.layout(),
-           plan, headroom_bytes);
+    finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s,
+           scratch.layout(), plan, headroom_bytes);
     return;
   }
   bool fresh = false;

@@ -21,8 +21,8 @@
 namespace meshfit {
 
 // `s` must be valid (estimators/strategy_rules) with its derived fields filled. Pure.
-MemoryReport estimate_memory(const Model& model, const Run& run, const Cluster& cluster,
-                             const Strategy& s, double headroom_bytes = 0);
+MemoryReport estimate_memory(const Model& model, const Run& run, const Cluster& cluster, const Strategy& s,
+                             double headroom_bytes = 0);
 
 // A run of consecutive body layers of one kind and one recompute mode in a chunk: within it every
 // layer keeps and works the same bytes, so the backward scan of §9.1 needs only its last layer.
@@ -38,11 +38,11 @@ struct StageActivations {
   std::array<double, 2> tr_base{}, seed_last{};
   std::array<std::int64_t, 2> tr_at{}, tr_order{};
   std::array<bool, 2> kind_present{};
-  int seed_last_kind = -1;           // --rules sapp-nd: item 13's last layer (kind, base in seed_last[0])
+  int seed_last_kind = -1;  // --rules sapp-nd: item 13's last layer (kind, base in seed_last[0])
   std::int64_t seed_last_at = -1;
-  std::vector<std::array<double, 2>> chunk_tr_base;        // per chunk and kind (DualPipeV, §9.8)
-  std::vector<std::array<std::int64_t, 2>> full_layers;    // fully recomputed layers per chunk and kind
-  std::vector<double> full_kept;                           // K_1 of a full layer per chunk
+  std::vector<std::array<double, 2>> chunk_tr_base;      // per chunk and kind (DualPipeV, §9.8)
+  std::vector<std::array<std::int64_t, 2>> full_layers;  // fully recomputed layers per chunk and kind
+  std::vector<double> full_kept;                         // K_1 of a full layer per chunk
   bool has_moe = false;
   int last_layer_kind = -1;  // the stage's last body layer (0 dense, 1 MoE), -1 with none
 };
@@ -83,17 +83,17 @@ struct StaticSide {
   std::uint64_t context = 0;  // 0: not filled
   Strategy key;               // the strategy with b, m and a non-full mode neutralised
   std::array<KindStates, 2> kinds{};
-  std::vector<ModelStates> stages;  // replayed in the activation side's order
-  std::vector<double> held;         // FSDP2 root and last block kept gathered, bytes
+  std::vector<ModelStates> stages;          // replayed in the activation side's order
+  std::vector<double> held;                 // FSDP2 root and last block kept gathered, bytes
   std::vector<std::int64_t> communicators;  // n_comm per stage (§10.2)
   // Per stage, the b-free addends of its totals (finish_totals): kept with the rest so that an
   // estimate of the totals alone adds only what b changes.
   struct Totals {
-    double stat = 0;             // static_total(): weights, grads, optimizer, gathered, FP8 cache
-    double step = 0;             // stat + the optimizer-step transient
-    double deferred = 0;         // deferred gradient sync (ruling 10), when `defers`
+    double stat = 0;      // static_total(): weights, grads, optimizer, gathered, FP8 cache
+    double step = 0;      // stat + the optimizer-step transient
+    double deferred = 0;  // deferred gradient sync (ruling 10), when `defers`
     bool defers = false;
-    double tr_fsdp = 0;          // when FSDP gathers per layer
+    double tr_fsdp = 0;  // when FSDP gathers per layer
     double tr_bucket = 0;
     double communicator_buffers = 0, ep_library = 0;
   };
@@ -104,8 +104,8 @@ struct StaticSide {
 // The activation side of one strategy: the same for every (z, G).
 struct ActivationSide {
   std::vector<StageActivations> stages;  // at least pp; the first pp are the strategy's
-  std::array<RankParams, 2> params{};  // one layer's per-rank parameters, dense and MoE
-  bool counts = false;  // the stages' in-flight counts made (the search's totals read none)
+  std::array<RankParams, 2> params{};    // one layer's per-rank parameters, dense and MoE
+  bool counts = false;                   // the stages' in-flight counts made (the search's totals read none)
 };
 
 // Storage an estimate works in. A caller that estimates many strategies (the search) keeps one
@@ -145,7 +145,7 @@ struct MemoryScratch {
   struct LayoutEntry {
     PipelineLayout layout;
     LayoutPlan plan;
-    bool plan_stale = true;         // the layout changed since the plan was made
+    bool plan_stale = true;          // the layout changed since the plan was made
     std::uint64_t plan_context = 0;  // the memo context the plan was last used in
   };
   std::array<LayoutKey, 2> layout_keys;
@@ -161,7 +161,7 @@ struct MemoryScratch {
   void forget_stored();
   void switch_layout(const Model& model, const Run& run, const Strategy& s);
   bool walk_every_chunk = false;  // no twin chunks copied (layout_plan.hpp): the tests' reference
-  ActivationSide side;   // used when there is no memo
+  ActivationSide side;            // used when there is no memo
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;
   StaticSide statics;

@@ -17,19 +17,19 @@ struct StageMemory {
   double weights = 0, grads = 0, optimizer = 0, gathered = 0, fp8_cache = 0;
   double deferred_grads = 0;  // unsharded gradients held through the backward passes (ruling 10)
   // Activations (§7, §8).
-  std::vector<double> chunk_bytes;          // A(i,c)
+  std::vector<double> chunk_bytes;           // A(i,c)
   std::vector<std::int64_t> chunk_inflight;  // n(i,c) at the peak
-  double activations = 0;                   // M_act
+  double activations = 0;                    // M_act
   // Transients (§9).
   double tr_layer = 0, tr_attn = 0, tr_logits = 0, tr_fsdp = 0, tr_bucket = 0, tr_cp = 0, tr_ep = 0;
-  double tr_dpv = 0;                 // DualPipeV overlap (replaces tr_layer)
-  std::int64_t tr_layer_at = -1;     // the layer that sets tr_layer (body index; ≥ L for MTP)
-  double transient = 0;              // Tr
-  double step_transient = 0;         // Tr_step
-  bool step_phase_binds = false;     // M_alloc set by the optimizer step
+  double tr_dpv = 0;              // DualPipeV overlap (replaces tr_layer)
+  std::int64_t tr_layer_at = -1;  // the layer that sets tr_layer (body index; ≥ L for MTP)
+  double transient = 0;           // Tr
+  double step_transient = 0;      // Tr_step
+  bool step_phase_binds = false;  // M_alloc set by the optimizer step
   // Totals (§11).
   double allocated = 0, reserved = 0;
-  std::int64_t communicators = 0;    // n_comm
+  std::int64_t communicators = 0;  // n_comm
   double cuda_context = 0, communicator_buffers = 0, workspaces = 0, ep_library = 0, fixed_margin = 0;
   double device = 0;
 
@@ -42,7 +42,7 @@ struct MemoryReport {
   double peak = 0;              // M_peak = max_i M_device(i)
   std::int64_t peak_stage = 0;  // lowest index on ties
   double capacity = 0;
-  double budget = 0;            // capacity − headroom
+  double budget = 0;  // capacity − headroom
   bool fits = false;
   // max_i of the device total with the static total in place of M_alloc: a floor of the peak of
   // every strategy with the same model states and overheads (the search's ZeRO-setting bound).

@@ -19,41 +19,41 @@ struct Model {
   std::string model_type;  // as the config states it ("llama", "deepseek_v3", ...)
 
   // Dense dimensions (symbols.md §4).
-  std::int64_t hidden = 0;          // h
-  std::int64_t layers = 0;          // L, body (decoder) layers
-  std::int64_t heads = 0;           // a
-  std::int64_t kv_heads = 0;        // n_kv
-  std::int64_t head_dim = 0;        // d_h (q/k/v head width of non-MLA attention)
-  std::int64_t vocab = 0;           // V as the config states it
-  std::int64_t ffn = 0;             // f, dense FFN width (0 when no layer is dense)
-  std::int64_t positions = 0;       // P_pos, learned position embeddings (0 for RoPE)
-  bool gated = true;                // SwiGLU-style gate + up (n_mat = 3, n_up = 2)
+  std::int64_t hidden = 0;     // h
+  std::int64_t layers = 0;     // L, body (decoder) layers
+  std::int64_t heads = 0;      // a
+  std::int64_t kv_heads = 0;   // n_kv
+  std::int64_t head_dim = 0;   // d_h (q/k/v head width of non-MLA attention)
+  std::int64_t vocab = 0;      // V as the config states it
+  std::int64_t ffn = 0;        // f, dense FFN width (0 when no layer is dense)
+  std::int64_t positions = 0;  // P_pos, learned position embeddings (0 for RoPE)
+  bool gated = true;           // SwiGLU-style gate + up (n_mat = 3, n_up = 2)
   NormKind norm = NormKind::rms;
   bool qkv_bias = false;
   bool o_bias = false;
   bool mlp_bias = false;
   bool qk_norm = false;
-  bool tie = false;                 // output head shares the embedding table
+  bool tie = false;  // output head shares the embedding table
 
   // Mixture of experts (E = 0 for a dense model).
-  std::int64_t experts = 0;         // E, routed experts per MoE layer
-  std::int64_t top_k = 0;           // k
-  std::int64_t expert_ffn = 0;      // f_e
-  std::int64_t shared_experts = 0;  // n_s
+  std::int64_t experts = 0;            // E, routed experts per MoE layer
+  std::int64_t top_k = 0;              // k
+  std::int64_t expert_ffn = 0;         // f_e
+  std::int64_t shared_experts = 0;     // n_s
   std::int64_t shared_expert_ffn = 0;  // f_se
   bool router_bias = false;
   bool shared_gate = false;
-  std::int64_t first_dense = 0;     // L_0, leading dense layers (reported)
+  std::int64_t first_dense = 0;  // L_0, leading dense layers (reported)
 
   // Multi-head latent attention (DeepSeek-V2/V3); attention == mla when set.
   AttentionKind attention = AttentionKind::gqa;
-  std::int64_t q_lora_rank = 0;     // r_q (0: no query latent)
-  std::int64_t kv_lora_rank = 0;    // r_kv
-  std::int64_t qk_nope_dim = 0;     // d_nope
-  std::int64_t qk_rope_dim = 0;     // d_rope
-  std::int64_t v_head_dim = 0;      // d_v
+  std::int64_t q_lora_rank = 0;   // r_q (0: no query latent)
+  std::int64_t kv_lora_rank = 0;  // r_kv
+  std::int64_t qk_nope_dim = 0;   // d_nope
+  std::int64_t qk_rope_dim = 0;   // d_rope
+  std::int64_t v_head_dim = 0;    // d_v
 
-  std::int64_t mtp_depths = 0;      // n_mtp
+  std::int64_t mtp_depths = 0;  // n_mtp
 
   // Dropout the config turns on (gpt2's *_pdrop > 0); they become run-option defaults.
   bool attention_dropout = false;

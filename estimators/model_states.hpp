@@ -13,8 +13,8 @@ namespace meshfit {
 
 // ZeRO divisors of §3.2 for the non-expert and shared parts (G) and routed experts (G_e).
 struct ZeroDivisors {
-  double P = 1, G = 1, OS = 1;      // Z_P, Z_G, Z_OS
-  double Pe = 1, Ge = 1, OSe = 1;   // Z_P,e, Z_G,e, Z_OS,e
+  double P = 1, G = 1, OS = 1;     // Z_P, Z_G, Z_OS
+  double Pe = 1, Ge = 1, OSe = 1;  // Z_P,e, Z_G,e, Z_OS,e
 };
 // `run`'s expert_shard_group, when set, is G_e.
 ZeroDivisors zero_divisors(const Strategy& s, const Run& run);
@@ -57,8 +57,7 @@ struct ModelStates {
   double total() const { return weights + grads + optimizer + gathered + fp8_cache; }
 };
 // `keep_gathered`: ZeRO-3 without resharding keeps every gathered parameter (§6.1).
-ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& run, bool table,
-                         bool keep_gathered);
+ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& run, bool table, bool keep_gathered);
 
 // Whether ZeRO-3 reshards after the forward, resolved from the framework profile (§2.4).
 bool reshards_after_forward(const Run& run, const Strategy& s);

@@ -9,7 +9,7 @@ std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const Sta
   const std::int64_t dpcp = s.dp * s.cp;
   n += s.tp > 1;
   n += s.cp > 1;
-  n += dpcp > 1;                                                  // gradient reduction / ZeRO shards
+  n += dpcp > 1;                                                         // gradient reduction / ZeRO shards
   n += s.zero >= 1 && s.shard_group < dpcp && dpcp / s.shard_group > 1;  // HSDP replicate group
   if (model_has_moe) {
     n += s.ep > 1;

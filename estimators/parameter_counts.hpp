@@ -25,9 +25,7 @@ struct LayerParams {
     return attention_repl + norms + dense_repl + router;
   }
   std::int64_t attention() const { return attention_split + attention_repl; }
-  std::int64_t total() const {
-    return non_expert_split() + non_expert_repl() + routed + shared_split + shared_repl;
-  }
+  std::int64_t total() const { return non_expert_split() + non_expert_repl() + routed + shared_split + shared_repl; }
 };
 
 // Parameters of one body layer with FFN flavour `ffn`. `kv_heads_counted` is n_kv,r: the model's
@@ -41,23 +39,23 @@ std::int64_t mtp_extra_repl(const Model& model);
 
 // The whole model at tp = 1, with the vocabulary as the config states it (§4.7, §4.10).
 struct ModelParams {
-  std::int64_t embedding = 0;       // V·h
-  std::int64_t positions = 0;       // P_pos·h
-  std::int64_t attention = 0;       // all body layers
+  std::int64_t embedding = 0;  // V·h
+  std::int64_t positions = 0;  // P_pos·h
+  std::int64_t attention = 0;  // all body layers
   std::int64_t dense_ffn = 0;
   std::int64_t routed_experts = 0;
   std::int64_t shared_experts = 0;
   std::int64_t router = 0;
   std::int64_t layer_norms = 0;
   std::int64_t final_norm = 0;
-  std::int64_t output = 0;          // V·h, 0 when tied
-  std::int64_t mtp = 0;             // n_mtp depths, sharing the embedding and head
+  std::int64_t output = 0;            // V·h, 0 when tied
+  std::int64_t mtp = 0;               // n_mtp depths, sharing the embedding and head
   std::int64_t mtp_table_copies = 0;  // the embedding and head copies a checkpoint stores per depth
-  std::int64_t activated = 0;       // touched by one token: k routed + shared experts per MoE layer
+  std::int64_t activated = 0;         // touched by one token: k routed + shared experts per MoE layer
 
   std::int64_t main_total() const {
-    return embedding + positions + attention + dense_ffn + routed_experts + shared_experts +
-           router + layer_norms + final_norm + output;
+    return embedding + positions + attention + dense_ffn + routed_experts + shared_experts + router + layer_norms +
+           final_norm + output;
   }
   std::int64_t total_with_mtp() const { return main_total() + mtp; }
   std::int64_t checkpoint_total() const { return total_with_mtp() + mtp_table_copies; }

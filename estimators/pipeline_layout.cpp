@@ -171,7 +171,8 @@ void make_layout_into(PipelineLayout& layout, const Model& m, const Run& run, co
   if (s.recompute == Recompute::full) {
     for (auto& v : layout.vstages) {
       if (!run.options.full_layers_per_vstage.empty()) {  // the run's own count per virtual stage
-        v.full_recompute = std::min(v.layers, run.options.full_layers_per_vstage[static_cast<std::size_t>(&v - layout.vstages.data())]);
+        v.full_recompute = std::min(
+            v.layers, run.options.full_layers_per_vstage[static_cast<std::size_t>(&v - layout.vstages.data())]);
       } else if (s.recompute_layers == 0) {
         v.full_recompute = v.layers;
       } else {

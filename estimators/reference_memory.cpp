@@ -31,8 +31,8 @@ struct LayerKind {
   std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value
   RankParams params;
   ModelStates states;
-  double gathered_params = 0;  // Pg: its own and the prefetched layers' gathered parameters
-  double reduce_buffers = 0;   // Rg: its gradients as produced and reduce-scattered
+  double gathered_params = 0;    // Pg: its own and the prefetched layers' gathered parameters
+  double reduce_buffers = 0;     // Rg: its gradients as produced and reduce-scattered
   double clip = 0, dp_comm = 0;  // --rules sapp-nd: gradient-clipping buffer and DP comm (§17.3)
 };
 
@@ -60,8 +60,8 @@ LayerKind layer_kind(const Model& m, const Run& run, const Strategy& s, FfnKind 
   LayerKind k;
   k.params = rank_params(layer_params(m, ffn, kv_counted), s);
   k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
-  const std::string name = std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") +
-                           (ffn == FfnKind::moe ? "_moe" : "_dense");
+  const std::string name =
+      std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") + (ffn == FfnKind::moe ? "_moe" : "_dense");
   if (const MeasuredCensus* mc = m.census_for(name)) k.census = per_token_measured(*mc, k.census, run, s, g_kv);
   for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
     k.by_mode[static_cast<std::size_t>(mode)] = layer_activation(k.census, mode, t.n_cp, t.h, run, s);
@@ -166,15 +166,15 @@ struct Candidates {
 
 // What one chunk of a stage holds and offers.
 struct ChunkFigures {
-  double kept = 0;                      // A(i,c): bytes one micro-batch keeps in the chunk (§7.7)
-  std::array<double, 2> best{kNone, kNone};  // its own largest candidate per kind (DualPipeV, §9.8)
+  double kept = 0;                            // A(i,c): bytes one micro-batch keeps in the chunk (§7.7)
+  std::array<double, 2> best{kNone, kNone};   // its own largest candidate per kind (DualPipeV, §9.8)
   std::array<std::int64_t, 2> full_layers{};  // fully recomputed layers per kind (§9.9)
   std::array<double, 2> full_kept{};          // what each such layer keeps, per kind
 };
 
 void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& chunks, ModelStates& states,
-                std::array<bool, 2>& present, int& last_kind, double& seed_last, int& seed_last_kind,
-                const Model& m, const Strategy& s, const PipelineLayout& layout, const Terms& t) {
+                std::array<bool, 2>& present, int& last_kind, double& seed_last, int& seed_last_kind, const Model& m,
+                const Strategy& s, const PipelineLayout& layout, const Terms& t) {
   const auto nv = static_cast<std::int64_t>(layout.vstages.size());
   std::int64_t position = 0;  // candidates in the order the backward scan meets them
   std::int64_t seed_last_vstage = -1;
@@ -330,9 +330,10 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
           if (count == 0) continue;
           const LayerKind& kind = t.kinds[k];
           const double fwd = n * (t.seed ? t.seed_full_input : chunks[c].full_kept[k]);
-          const double clip = t.seed ? kind.clip
-                                     : run.precision.beta_state * ((kind.params.non_expert + kind.params.shared) / t.z.OS +
-                                                                   kind.params.routed / t.z.OSe);
+          const double clip =
+              t.seed ? kind.clip
+                     : run.precision.beta_state *
+                           ((kind.params.non_expert + kind.params.shared) / t.z.OS + kind.params.routed / t.z.OSe);
           const double dpc = t.seed ? kind.dp_comm : s.zero == 3 ? run.precision.beta_gather * kind.params.total() : 0;
           const double kept = fwd + dpc > clip ? fwd : clip;
           st.activations += static_cast<double>(count) * (kept + (kept > 0 ? dpc : 0) - fwd);
@@ -387,7 +388,8 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
       st.tr_dpv = std::max(st.chunk_bytes[0] + tr_chunk[1], st.chunk_bytes[1] + tr_chunk[0]);
       layer_candidate = st.tr_dpv;
     }
-    st.transient = std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep});
+    st.transient =
+        std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep});
     // §9.9: the optimizer-step phase.
     st.step_transient = o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
                         (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);

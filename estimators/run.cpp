@@ -15,9 +15,7 @@ double Run::optimizer_states() const {
   return 2;
 }
 
-double Run::optimizer_states_table() const {
-  return optimizer == Optimizer::muon ? 2 : optimizer_states();
-}
+double Run::optimizer_states_table() const { return optimizer == Optimizer::muon ? 2 : optimizer_states(); }
 
 const char* to_string(Framework f) {
   switch (f) {

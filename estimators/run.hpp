@@ -18,7 +18,7 @@ enum class ReshardAfterForward : std::uint8_t { on, off, automatic };
 
 // Bytes per element of each model-state tensor (§2.3).
 struct Precision {
-  std::string preset;    // name of the preset the fields came from
+  std::string preset;      // name of the preset the fields came from
   double beta_P = 2;       // persistent parameters
   double beta_G = 4;       // gradients as accumulated
   double beta_master = 4;  // fp32 master copy, sharded like optimizer state
@@ -38,10 +38,10 @@ struct FrameworkProfile {
   std::string precision_preset = "megatron_bf16";
   std::int64_t vocab_pad_multiple = 128;  // q_V
   ReshardAfterForward reshard_after_forward = ReshardAfterForward::on;
-  double grad_bucket_elements = 0;        // ZeRO 0/1 reduce buckets, elements (× β_G)
-  double allgather_bucket_elements = 0;   // ZeRO 1/2 all-gather buckets, elements (× β_P)
+  double grad_bucket_elements = 0;                // ZeRO 0/1 reduce buckets, elements (× β_G)
+  double allgather_bucket_elements = 0;           // ZeRO 1/2 all-gather buckets, elements (× β_P)
   ExpertRule expert_rule = ExpertRule::megatron;  // search-and-time.md §2.4
-  double eta_fw = 1.0;                    // kernel-efficiency scale of the time model
+  double eta_fw = 1.0;                            // kernel-efficiency scale of the time model
   // Pipeline split: the embedding and the loss each take a layer slot (memory-model.md §5.1).
   bool account_embedding = false;
   bool account_loss = false;
@@ -56,8 +56,8 @@ struct FrameworkProfile {
   bool fsdp_root_and_last_block_unsharded = false;
   // Kernel efficiency of the framework's kernels beyond η_fw (search-and-time.md §7.3, §7.11),
   // calibrated on measured throughput (data/frameworks/*.yaml says on which cases):
-  double eta_core = 1.0;          // attention-core kernels relative to GEMMs (FlashAttention-2 via SDPA < cuBLAS)
-  double cp_core_scale = 1.0;     // attention core under context parallelism (the framework's ring implementation)
+  double eta_core = 1.0;       // attention-core kernels relative to GEMMs (FlashAttention-2 via SDPA < cuBLAS)
+  double cp_core_scale = 1.0;  // attention core under context parallelism (the framework's ring implementation)
   // Memory-bound elementwise ops (norms, rotary, activation, residual; §7.3's option): off
   // means η_max absorbs them; otherwise HBM passes per byte of the census, eager and compiled.
   bool elementwise = false;
@@ -70,16 +70,14 @@ struct FrameworkProfile {
 // them and the backward recomputes them. Ops without a switch (attMM, ffMM, linrec, other) are
 // always kept.
 struct RecomputeSwitches {
-  bool attBMM = true, attUp = true, softmax = false, dropout = true, headCast = false,
-       normOp = true, gather = true, ffAct = true;  // megatron_core_attn, the default
+  bool attBMM = true, attUp = true, softmax = false, dropout = true, headCast = false, normOp = true, gather = true,
+       ffAct = true;  // megatron_core_attn, the default
   // The mindformers preset's switches depend on flash attention and SP (resolved per strategy by
   // switches_for, layer_activations.hpp); `select_comm` is its select_comm_recompute.
   enum class Rule : std::uint8_t { fixed, mindformers } rule = Rule::fixed;
   bool select_comm = false;
   static RecomputeSwitches megatron_core_attn() { return {}; }
-  static RecomputeSwitches hyperparallel() {
-    return {true, true, false, false, false, false, false, false};
-  }
+  static RecomputeSwitches hyperparallel() { return {true, true, false, false, false, false, false, false}; }
   static RecomputeSwitches mindformers(bool select_comm) {
     RecomputeSwitches sw;
     sw.rule = Rule::mindformers;
@@ -121,7 +119,7 @@ struct RunOptions {
   // (Megatron's overlap_p2p_comm), DualPipeV's pairing, and the DP/ZeRO windows.
   double tp_overlap = 0, ep_overlap = 0;
   bool cp_overlap = true, pp_overlap = false, dualpipe_overlap = true, dp_overlap = true;
-  bool latency_tree = false;  // §7.4 latency_model: ring (false) or tree
+  bool latency_tree = false;   // §7.4 latency_model: ring (false) or tree
   bool mla_cp_latent = false;  // §7.5: the CP ring passes MLA's compressed latent
   // memory-model.md §3.1: the routed experts' shard group G_e, instead of G·tp/(ep·etp).
   std::optional<std::int64_t> expert_shard_group;
@@ -149,9 +147,9 @@ struct RunOptions {
   // Layout (§5.1).
   bool account_embedding = false;
   bool account_loss = false;
-  std::vector<std::int64_t> layers_per_vstage;  // slots per virtual stage (length nv); empty = not given
+  std::vector<std::int64_t> layers_per_vstage;       // slots per virtual stage (length nv); empty = not given
   std::vector<std::int64_t> full_layers_per_vstage;  // §5.4: fully recomputed layers per virtual stage
-  std::int64_t layers_first_stage = 0;  // 0 = not given
+  std::int64_t layers_first_stage = 0;               // 0 = not given
   std::int64_t layers_last_stage = 0;
   // FP8 (§6.2, §7.4.7).
   double fp8_weight_cache_bytes = 0;
@@ -162,9 +160,9 @@ struct RunOptions {
 };
 
 struct Run {
-  std::int64_t seq = 0;            // s
-  std::int64_t global_batch = 0;   // gb, sequences per optimizer step
-  std::int64_t micro_batch = 0;    // b; 0 = free (the search chooses)
+  std::int64_t seq = 0;           // s
+  std::int64_t global_batch = 0;  // gb, sequences per optimizer step
+  std::int64_t micro_batch = 0;   // b; 0 = free (the search chooses)
   FrameworkProfile profile;
   Precision precision;
   Optimizer optimizer = Optimizer::adamw;
@@ -176,9 +174,7 @@ struct Run {
   double optimizer_states() const;
   double optimizer_states_table() const;
   double beta_opt() const { return optimizer_states() * precision.beta_state + precision.beta_master; }
-  double beta_opt_table() const {
-    return optimizer_states_table() * precision.beta_state + precision.beta_master;
-  }
+  double beta_opt_table() const { return optimizer_states_table() * precision.beta_state + precision.beta_master; }
 };
 
 const char* to_string(Framework f);

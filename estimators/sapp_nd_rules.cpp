@@ -43,8 +43,8 @@ Counts counts(const Model& m, FfnKind ffn, const Strategy& s) {
   const LayerParams p = layer_params(m, ffn, m.kv_heads);
   Counts c;
   c.non_expert = static_cast<double>(p.non_expert_split() + p.non_expert_repl());
-  c.routed_per_ep = static_cast<double>(p.routed) / static_cast<double>(std::max<std::int64_t>(s.etp, 1)) /
-                    static_cast<double>(s.ep);
+  c.routed_per_ep =
+      static_cast<double>(p.routed) / static_cast<double>(std::max<std::int64_t>(s.etp, 1)) / static_cast<double>(s.ep);
   c.shared = static_cast<double>(p.shared_split + p.shared_repl);
   return c;
 }
@@ -64,10 +64,11 @@ ModelStates layer_states(const Counts& c, const Factors& f, const Run& run) {
 // Item 7 (SAPP-ND EvalUtils.reduced_grads): parts (size, computed over, kept over); a part is
 // reduce-scattered iff it is kept over more ranks than it is computed over.
 double reduced_grads(const Counts& c, const Factors& f, const Strategy& s, const Run& run) {
-  const struct { double size, computed, kept; } parts[] = {
-      {c.non_expert, static_cast<double>(s.tp), f.g_ne},
-      {c.routed_per_ep, f.tp_exp, f.g_e},
-      {c.shared, f.tp_exp, f.g_sh}};
+  const struct {
+    double size, computed, kept;
+  } parts[] = {{c.non_expert, static_cast<double>(s.tp), f.g_ne},
+               {c.routed_per_ep, f.tp_exp, f.g_e},
+               {c.shared, f.tp_exp, f.g_sh}};
   double whole = 0;
   for (const auto& part : parts) {
     if (part.size > 0 && part.kept > part.computed) whole += part.size / part.computed;

@@ -18,9 +18,7 @@
 
 namespace meshfit {
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
   TimeReport r;
@@ -45,8 +43,9 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
 
   // The kinds' times, from the cache when this search (context) has met their key.
-  const std::array<std::int64_t, 9> key{s.tp, s.sigma(), s.cp, static_cast<std::int64_t>(s.cp_algo), s.cp_u, s.ep, s.etp,
-                                        s.micro_batch, s.schedule == Schedule::dualpipev ? 1 : 0};
+  const std::array<std::int64_t, 9> key{
+      s.tp, s.sigma(), s.cp,          static_cast<std::int64_t>(s.cp_algo),     s.cp_u,
+      s.ep, s.etp,     s.micro_batch, s.schedule == Schedule::dualpipev ? 1 : 0};
   std::optional<LayerTimeCache::Entry> local;  // without a cache (made only then)
   LayerTimeCache::Entry* entry = nullptr;
   if (cache && context != 0) {

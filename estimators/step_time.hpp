@@ -39,7 +39,7 @@ struct LayerTimeCache {
   struct Entry {
     std::uint64_t context = 0;  // 0: empty
     std::array<std::int64_t, 9> key{};
-    std::array<LayerTime, 2> times{};  // dense, MoE
+    std::array<LayerTime, 2> times{};    // dense, MoE
     std::array<RankParams, 2> params{};  // a layer's per-rank parameters (tp, ep, etp), dense, MoE
   };
   std::vector<Entry> slots;  // kTableSlots (slot_hash.hpp), allocated on first use

@@ -8,8 +8,10 @@ void step_from_stages(TimeReport& r, const Run& run, const Device& d, const Stra
   r.slowest_stage = 0;
   r.tail_stage = 0;
   for (std::size_t i = 0; i < r.stages.size(); ++i) {
-    if (r.stages[i].tau > r.stages[static_cast<std::size_t>(r.slowest_stage)].tau) r.slowest_stage = static_cast<std::int64_t>(i);
-    if (r.stages[i].tail() > r.stages[static_cast<std::size_t>(r.tail_stage)].tail()) r.tail_stage = static_cast<std::int64_t>(i);
+    if (r.stages[i].tau > r.stages[static_cast<std::size_t>(r.slowest_stage)].tau)
+      r.slowest_stage = static_cast<std::int64_t>(i);
+    if (r.stages[i].tail() > r.stages[static_cast<std::size_t>(r.tail_stage)].tail())
+      r.tail_stage = static_cast<std::int64_t>(i);
   }
   const StageTime& slow = r.stages[static_cast<std::size_t>(r.slowest_stage)];
   const StageTime& last = r.stages[static_cast<std::size_t>(r.tail_stage)];

@@ -17,25 +17,25 @@ struct Strategy {
   std::int64_t tp = 1;
   bool sp = false;
   std::int64_t pp = 1;
-  std::int64_t vpp = 1;                 // v, model chunks per pipeline rank
+  std::int64_t vpp = 1;  // v, model chunks per pipeline rank
   Schedule schedule = Schedule::none;
   std::int64_t cp = 1;
   CpAlgo cp_algo = CpAlgo::none;
-  std::int64_t cp_u = 1;                // Ulysses degree inside CP
+  std::int64_t cp_u = 1;  // Ulysses degree inside CP
   std::int64_t ep = 1;
   std::int64_t etp = 1;
-  int zero = 0;                         // z
-  std::int64_t shard_group = 1;         // G, CP ranks included
+  int zero = 0;                  // z
+  std::int64_t shard_group = 1;  // G, CP ranks included
   Recompute recompute = Recompute::none;
-  std::int64_t recompute_layers = 0;    // n_rc per stage; 0 = every layer (with full)
-  std::int64_t micro_batch = 1;         // b
-  std::int64_t num_microbatches = 1;    // m
+  std::int64_t recompute_layers = 0;  // n_rc per stage; 0 = every layer (with full)
+  std::int64_t micro_batch = 1;       // b
+  std::int64_t num_microbatches = 1;  // m
 
   std::int64_t world() const { return dp * tp * pp * cp; }   // N
   std::int64_t stage_ranks() const { return dp * cp * tp; }  // R
   std::int64_t sigma() const { return sp && tp > 1 ? tp : 1; }
-  std::int64_t virtual_stages() const { return pp * vpp; }   // nv
-  std::int64_t cp_ring() const { return cp / cp_u; }         // cp_r
+  std::int64_t virtual_stages() const { return pp * vpp; }               // nv
+  std::int64_t cp_ring() const { return cp / cp_u; }                     // cp_r
   std::int64_t expert_dp() const { return stage_ranks() / (ep * etp); }  // edp
   bool operator==(const Strategy&) const = default;
 };

@@ -10,8 +10,7 @@ namespace meshfit {
 const char* rule_id(HardRule r) {
   static const char* const ids[] = {"ok",  "H1",  "H2",  "H3",  "H4",   "H5",  "H6",  "H7",  "H8",
                                     "H9",  "H10", "H11", "H12", "H12b", "H13", "H14", "H15", "H16",
-                                    "H17", "H18", "H19", "H20", "H21",  "H22", "H23",
-                                    "S1",  "S2"};
+                                    "H17", "H18", "H19", "H20", "H21",  "H22", "H23", "S1",  "S2"};
   return ids[static_cast<int>(r)];
 }
 
@@ -43,8 +42,7 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
       return s.micro_batch >= 1 && s.num_microbatches >= 1 &&
              s.dp * s.micro_batch * s.num_microbatches == run.global_batch;
     case HardRule::H3: return m.heads % tp == 0;
-    case HardRule::H4:
-      return m.attention != AttentionKind::gqa || m.kv_heads % tp == 0 || tp % m.kv_heads == 0;
+    case HardRule::H4: return m.attention != AttentionKind::gqa || m.kv_heads % tp == 0 || tp % m.kv_heads == 0;
     case HardRule::H5: {
       const bool has_dense = m.moe_layer_count() < m.layers;
       return !(has_dense && m.ffn % tp != 0) && !(moe && (m.shared_experts * m.shared_expert_ffn) % tp != 0) &&
@@ -63,10 +61,10 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
       if (s.cp_algo == CpAlgo::ulysses) return (m.heads / tp) % s.cp == 0;
       if (s.cp_algo == CpAlgo::hybrid) return s.cp_u >= 1 && (m.heads / tp) % s.cp_u == 0;
       return true;
-    case HardRule::H11:
-      return s.cp_algo != CpAlgo::hybrid || (s.cp_u >= 2 && s.cp_u < s.cp && s.cp % s.cp_u == 0);
+    case HardRule::H11: return s.cp_algo != CpAlgo::hybrid || (s.cp_u >= 2 && s.cp_u < s.cp && s.cp % s.cp_u == 0);
     case HardRule::H12: {  // every virtual stage holds a layer or the embedding/loss slot
-      const std::int64_t slots = m.layers + (run.options.account_embedding ? 1 : 0) + (run.options.account_loss ? 1 : 0);
+      const std::int64_t slots =
+          m.layers + (run.options.account_embedding ? 1 : 0) + (run.options.account_loss ? 1 : 0);
       return s.pp * s.vpp <= slots;
     }
     case HardRule::H12b: return layout_counts_valid(m, run, s);
@@ -86,7 +84,7 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
       // must divide the expert data-parallel group.
       if (const auto& Ge = run.options.expert_shard_group; Ge && s.zero >= 1) {
         const bool grid = run.profile.expert_rule == ExpertRule::torchtitan ? s.etp == 1 && s.stage_ranks() % s.ep == 0
-                                                                           : s.stage_ranks() % (s.ep * s.etp) == 0;
+                                                                            : s.stage_ranks() % (s.ep * s.etp) == 0;
         return grid && s.expert_dp() % *Ge == 0;
       }
       if (run.profile.expert_rule == ExpertRule::torchtitan) {
@@ -109,7 +107,8 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
     case HardRule::H21: return true;  // values only when listed: the search's concern
     case HardRule::H22: return !(s.schedule == Schedule::dualpipev && s.num_microbatches < 2 * s.pp);
     case HardRule::H23:
-      return !(s.schedule == Schedule::interleaved_1f1b && (s.num_microbatches < s.pp || s.num_microbatches % s.pp != 0));
+      return !(s.schedule == Schedule::interleaved_1f1b &&
+               (s.num_microbatches < s.pp || s.num_microbatches % s.pp != 0));
     case HardRule::S1: return run.rules != Rules::sapp_nd || s.pp == 1 || s.num_microbatches >= s.pp;
     case HardRule::S2: return run.rules != Rules::sapp_nd || s.zero == 0 || (s.tp * s.shard_group) % s.cp == 0;
   }
@@ -117,12 +116,11 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
 }
 
 namespace {
-constexpr std::array<HardRule, 26> kRuleOrder = {HardRule::H1,  HardRule::H2,  HardRule::H3,  HardRule::H4,   HardRule::H5,
-                                   HardRule::H6,  HardRule::H7,  HardRule::H8,  HardRule::H9,   HardRule::H10,
-                                   HardRule::H11, HardRule::H12, HardRule::H12b, HardRule::H13, HardRule::H14,
-                                   HardRule::H15, HardRule::H16, HardRule::H17, HardRule::H18,  HardRule::H19,
-                                   HardRule::H20, HardRule::H21, HardRule::H22, HardRule::H23,  HardRule::S1,
-                                   HardRule::S2};
+constexpr std::array<HardRule, 26> kRuleOrder = {
+    HardRule::H1,  HardRule::H2,  HardRule::H3,  HardRule::H4,  HardRule::H5,  HardRule::H6,   HardRule::H7,
+    HardRule::H8,  HardRule::H9,  HardRule::H10, HardRule::H11, HardRule::H12, HardRule::H12b, HardRule::H13,
+    HardRule::H14, HardRule::H15, HardRule::H16, HardRule::H17, HardRule::H18, HardRule::H19,  HardRule::H20,
+    HardRule::H21, HardRule::H22, HardRule::H23, HardRule::S1,  HardRule::S2};
 }  // namespace
 
 std::span<const HardRule> hard_rule_order() { return kRuleOrder; }
@@ -152,8 +150,7 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H2:
       return "H2: dp·mbs·m = " + to_string(s.dp) + "·" + to_string(s.micro_batch) + "·" +
              to_string(s.num_microbatches) + " must equal the global batch " + to_string(run.global_batch);
-    case HardRule::H3:
-      return "H3: tp " + to_string(s.tp) + " must divide the " + to_string(m.heads) + " query heads";
+    case HardRule::H3: return "H3: tp " + to_string(s.tp) + " must divide the " + to_string(m.heads) + " query heads";
     case HardRule::H4:
       return "H4: tp " + to_string(s.tp) + " and the " + to_string(m.kv_heads) +
              " key/value heads must divide one another";
@@ -163,11 +160,12 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H6: return "H6: padded vocabulary";
     case HardRule::H7: return "H7: sp needs tp > 1";
     case HardRule::H8:
-      return "H8: with sp, tp " + to_string(s.tp) + " must divide the tokens per CP rank s/cp = " +
-             to_string(run.seq) + "/" + to_string(s.cp);
+      return "H8: with sp, tp " + to_string(s.tp) + " must divide the tokens per CP rank s/cp = " + to_string(run.seq) +
+             "/" + to_string(s.cp);
     case HardRule::H9:
-      return "H9: cp " + to_string(s.cp) + " needs a cp_algo, s mod cp = 0, and for ring/hybrid/allgather s mod 2·cp = 0 (s = " +
-             to_string(run.seq) + "); cp_algo only with cp > 1";
+      return "H9: cp " + to_string(s.cp) +
+             " needs a cp_algo, s mod cp = 0, and for ring/hybrid/allgather s mod 2·cp = 0 (s = " + to_string(run.seq) +
+             "); cp_algo only with cp > 1";
     case HardRule::H10:
       return "H10: the " + to_string(m.heads / std::max<std::int64_t>(1, s.tp)) +
              " heads per TP rank must divide by the Ulysses degree";
@@ -175,7 +173,10 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H12:
       return "H12: pp·vpp = " + to_string(s.pp * s.vpp) + " virtual stages exceed the " + to_string(m.layers) +
              " layers";
-    case HardRule::H12b: return "H12b: layers_per_vstage must have pp·vpp non-negative entries summing to the layers, first/last stage counts must leave an exact split with at least vpp layers per stage, and full_layers_per_vstage must have pp·vpp entries none above its virtual stage's layers";
+    case HardRule::H12b:
+      return "H12b: layers_per_vstage must have pp·vpp non-negative entries summing to the layers, first/last stage "
+             "counts must leave an exact split with at least vpp layers per stage, and full_layers_per_vstage must "
+             "have pp·vpp entries none above its virtual stage's layers";
     case HardRule::H13: return "H13: vpp >= 2 needs pp >= 2";
     case HardRule::H14:
       return std::string("H14: schedule ") + to_string(s.schedule) + " does not match pp " + to_string(s.pp) +
@@ -195,7 +196,8 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H17: return "H17: an MoE model with tp > 1 needs sp";
     case HardRule::H18: return "H18: a dense model has ep = etp = 1";
     case HardRule::H19:
-      if (const auto& o = run.options.shard_override; o.set() && (s.dp * s.cp) % o.P + (s.dp * s.cp) % o.G + (s.dp * s.cp) % o.OS != 0) {
+      if (const auto& o = run.options.shard_override;
+          o.set() && (s.dp * s.cp) % o.P + (s.dp * s.cp) % o.G + (s.dp * s.cp) % o.OS != 0) {
         return "H19: shard_override {P: " + to_string(o.P) + ", G: " + to_string(o.G) + ", OS: " + to_string(o.OS) +
                "} must divide dp·cp = " + to_string(s.dp * s.cp);
       }
@@ -204,14 +206,13 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
              "; zero 0 has shard_group 1";
     case HardRule::H20: return "H20: recompute_layers only with recompute=full, and at least 1";
     case HardRule::H21: return "H21: value not listed";
-    case HardRule::H22:
-      return "H22: dualpipev needs m >= 2·pp (m = " + to_string(s.num_microbatches) + ")";
+    case HardRule::H22: return "H22: dualpipev needs m >= 2·pp (m = " + to_string(s.num_microbatches) + ")";
     case HardRule::H23:
       return "H23: interleaved_1f1b needs m >= pp and m mod pp = 0 (m = " + to_string(s.num_microbatches) +
              ", pp = " + to_string(s.pp) + ")";
     case HardRule::S1:
-      return "S1 (--rules sapp-nd): m >= pp is required (m = " + to_string(s.num_microbatches) + ", pp = " +
-             to_string(s.pp) + ")";
+      return "S1 (--rules sapp-nd): m >= pp is required (m = " + to_string(s.num_microbatches) +
+             ", pp = " + to_string(s.pp) + ")";
     case HardRule::S2:
       return "S2 (--rules sapp-nd): the optimizer-shard degree tp·shard_group/cp = " + to_string(s.tp * s.shard_group) +
              "/" + to_string(s.cp) + " must be whole";

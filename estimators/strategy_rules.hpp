@@ -16,8 +16,31 @@
 namespace meshfit {
 
 enum class HardRule : std::uint8_t {
-  ok, H1, H2, H3, H4, H5, H6, H7, H8, H9, H10, H11, H12, H12b, H13, H14, H15, H16, H17, H18,
-  H19, H20, H21, H22, H23,
+  ok,
+  H1,
+  H2,
+  H3,
+  H4,
+  H5,
+  H6,
+  H7,
+  H8,
+  H9,
+  H10,
+  H11,
+  H12,
+  H12b,
+  H13,
+  H14,
+  H15,
+  H16,
+  H17,
+  H18,
+  H19,
+  H20,
+  H21,
+  H22,
+  H23,
   S1,  // --rules sapp-nd: m ≥ pp when pp > 1 (SAPP-ND's search always applies it; memory-model.md §17.1)
   S2   // --rules sapp-nd: the optimizer-shard degree tp·G/cp is whole (ruling 5)
 };
@@ -44,7 +67,6 @@ bool rule_holds(HardRule r, const Model& model, const Run& run, const Cluster& c
 std::vector<HardRule> broken_rules(const Model& model, const Run& run, const Cluster& cluster, const Strategy& s);
 
 // A sentence naming the rule, the symbols and their values, for error messages.
-std::string explain_rule(HardRule r, const Model& model, const Run& run, const Cluster& cluster,
-                         const Strategy& s);
+std::string explain_rule(HardRule r, const Model& model, const Run& run, const Cluster& cluster, const Strategy& s);
 
 }  // namespace meshfit

@@ -7,9 +7,9 @@ namespace meshfit {
 
 namespace {
 bool power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-const char* const kNames[] = {"tp_in_node",         "tpcp_in_node",         "ep_in_node",    "powers_of_two",
-                              "sp_with_tp",         "even_split",           "m_ge_pp",       "kv_heads_divisible",
-                              "ulysses_kv_divisible", "cp_min_tokens",      "hsdp_candidates", "full_recompute_all",
+const char* const kNames[] = {"tp_in_node",           "tpcp_in_node",  "ep_in_node",      "powers_of_two",
+                              "sp_with_tp",           "even_split",    "m_ge_pp",         "kv_heads_divisible",
+                              "ulysses_kv_divisible", "cp_min_tokens", "hsdp_candidates", "full_recompute_all",
                               "megatron_target"};
 const char* const kIds[] = {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13"};
 }  // namespace
@@ -54,7 +54,8 @@ bool policy_holds(Policy p, const Model& m, const Run& run, const Cluster& c, co
              power_of_two(s.micro_batch);
     case Policy::sp_with_tp: return s.tp == 1 || s.sp;
     case Policy::even_split: {
-      const std::int64_t slots = m.layers + (run.options.account_embedding ? 1 : 0) + (run.options.account_loss ? 1 : 0);
+      const std::int64_t slots =
+          m.layers + (run.options.account_embedding ? 1 : 0) + (run.options.account_loss ? 1 : 0);
       return slots % (s.pp * s.vpp) == 0;
     }
     case Policy::m_ge_pp: return s.pp == 1 || s.num_microbatches >= s.pp;

@@ -14,8 +14,18 @@
 namespace meshfit {
 
 enum class Policy : std::uint8_t {
-  tp_in_node, tpcp_in_node, ep_in_node, powers_of_two, sp_with_tp, even_split, m_ge_pp,
-  kv_heads_divisible, ulysses_kv_divisible, cp_min_tokens, hsdp_candidates, full_recompute_all,
+  tp_in_node,
+  tpcp_in_node,
+  ep_in_node,
+  powers_of_two,
+  sp_with_tp,
+  even_split,
+  m_ge_pp,
+  kv_heads_divisible,
+  ulysses_kv_divisible,
+  cp_min_tokens,
+  hsdp_candidates,
+  full_recompute_all,
   megatron_target
 };
 inline constexpr std::size_t kPolicyCount = 13;
@@ -32,8 +42,19 @@ struct PolicySet {
 
 // Dimensions a policy's predicate reads (bit set), for "skipped when every one was pinned" (§2.3).
 enum Dim : std::uint32_t {
-  kTp = 1, kSp = 2, kCp = 4, kCpAlgo = 8, kPp = 16, kVpp = 32, kEp = 64, kEtp = 128, kZero = 256,
-  kShardGroup = 512, kMicroBatch = 1024, kRecompute = 2048, kSchedule = 4096
+  kTp = 1,
+  kSp = 2,
+  kCp = 4,
+  kCpAlgo = 8,
+  kPp = 16,
+  kVpp = 32,
+  kEp = 64,
+  kEtp = 128,
+  kZero = 256,
+  kShardGroup = 512,
+  kMicroBatch = 1024,
+  kRecompute = 2048,
+  kSchedule = 4096
 };
 std::uint32_t policy_reads(Policy p);
 

@@ -71,7 +71,7 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
     const Policy p = static_cast<Policy>(i);
     if (!space.policies.enabled(p)) continue;
     const std::uint32_t reads = policy_reads(p);
-    if ((given & reads) == reads) continue;  // every dimension it reads was given (§2.3)
+    if ((given & reads) == reads) continue;         // every dimension it reads was given (§2.3)
     if (p == Policy::full_recompute_all) continue;  // holds by construction: n_rc is not enumerated
     plan.rules.push_back({27 + i, level_of(reads, moe), (reads & kMicroBatch) != 0});
   }
@@ -123,15 +123,16 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
 const RulePlan& rule_plan_for(const SearchSpace& space, bool etp_domain_ok) {
   std::uint32_t on = 0;
   for (std::size_t i = 0; i < kPolicyCount; ++i) on |= space.policies.enabled(static_cast<Policy>(i)) ? 1u << i : 0u;
-  const std::array<std::uint32_t, 4> key{space.pins.given(), on, space.model->is_moe() ? 1u : 0u, etp_domain_ok ? 1u : 0u};
+  const std::array<std::uint32_t, 4> key{space.pins.given(), on, space.model->is_moe() ? 1u : 0u,
+                                         etp_domain_ok ? 1u : 0u};
   thread_local std::map<std::array<std::uint32_t, 4>, RulePlan> plans;  // stable references
   auto it = plans.find(key);
   if (it == plans.end()) it = plans.emplace(key, make_rule_plan(space, etp_domain_ok)).first;
   return it->second;
 }
 
-std::size_t first_failing(const SearchSpace& space, const RulePlan& plan, int level, bool per_b,
-                          const Strategy& s, std::size_t bound) {
+std::size_t first_failing(const SearchSpace& space, const RulePlan& plan, int level, bool per_b, const Strategy& s,
+                          std::size_t bound) {
   return first_failing_in(space, plan, plan.at[static_cast<std::size_t>(2 * level + (per_b ? 1 : 0))], s, bound);
 }
 

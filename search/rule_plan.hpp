@@ -34,7 +34,7 @@ struct PlannedRule {
 
 struct RulePlan {
   static constexpr std::size_t kNone = SIZE_MAX;
-  std::vector<PlannedRule> rules;            // table order
+  std::vector<PlannedRule> rules;             // table order
   std::array<std::size_t, kLevels> deeper{};  // index of the first rule whose level is below L
   // Indices into `rules` (ascending) of the rules of a level, [2·level + reads_b].
   std::array<std::vector<std::size_t>, 2 * kLevels> at{};
@@ -62,8 +62,8 @@ const RulePlan& rule_plan_for(const SearchSpace& space, bool etp_domain_ok);
 
 // The first failing rule index (into plan.rules, below `bound`) among the rules of `level` that
 // read b (`per_b`) or do not; RulePlan::kNone if none fails.
-std::size_t first_failing(const SearchSpace& space, const RulePlan& plan, int level, bool per_b,
-                          const Strategy& s, std::size_t bound);
+std::size_t first_failing(const SearchSpace& space, const RulePlan& plan, int level, bool per_b, const Strategy& s,
+                          std::size_t bound);
 // The same over a list of rule indices (ascending).
 std::size_t first_failing_in(const SearchSpace& space, const RulePlan& plan, const std::vector<std::size_t>& list,
                              const Strategy& s, std::size_t bound);

@@ -33,8 +33,15 @@ class RuleWalk {
   // sets b and m while evaluating rows.
   RuleWalk(const SearchSpace& space, const RulePlan& plan, const TripleDomains& d, space_detail::RuleWalkState& w,
            bool prune_subtrees, Strategy& s, Reject& reject)
-      : space_(space), plan_(plan), d_(d), w_(w), prune_(prune_subtrees), s_(s), reject_(reject),
-        nb_count_(d.bs.size()), cache_rest_(plan.zero_rest_reads_experts_only),
+      : space_(space),
+        plan_(plan),
+        d_(d),
+        w_(w),
+        prune_(prune_subtrees),
+        s_(s),
+        reject_(reject),
+        nb_count_(d.bs.size()),
+        cache_rest_(plan.zero_rest_reads_experts_only),
         defer_zero_credit_(plan.at[2 * static_cast<std::size_t>(zero_level) + 1].empty()),
         fast_zero_(cache_rest_ && defer_zero_credit_ && prune_subtrees) {
     w.first_b.assign(static_cast<std::size_t>(kLevels) * nb_count_, RulePlan::kNone);

@@ -87,7 +87,7 @@ struct RuleWalkState {
   std::array<std::size_t, kLevels> n_keyed{};  // those of keyed[L] in use
   std::vector<std::size_t> all_zero_indices;
   std::vector<ZeroSummary> zero_summaries;
-  std::size_t n_summaries = 0;  // those of zero_summaries in use
+  std::size_t n_summaries = 0;      // those of zero_summaries in use
   std::vector<std::size_t> walk_b;  // the micro-batch sizes to visit under a ZeRO setting
 
   // n keyed entries at `level`, each reset.

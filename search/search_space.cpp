@@ -39,7 +39,8 @@ std::size_t slot_index(const RuleSlot& r) {
 }
 
 std::string slot_name(std::size_t index) {
-  if (index >= 27) return std::string(policy_id(static_cast<Policy>(index - 27))) + " " + policy_name(static_cast<Policy>(index - 27));
+  if (index >= 27)
+    return std::string(policy_id(static_cast<Policy>(index - 27))) + " " + policy_name(static_cast<Policy>(index - 27));
   return rule_id(static_cast<HardRule>(index));
 }
 
@@ -85,20 +86,29 @@ void SearchSpace::check_pins() const {
   };
   const auto dN = divisors(N);
   for (std::int64_t v : pins.tp) {
-    if (!in(dN, v)) throw std::invalid_argument("--tp: " + std::to_string(v) + " is not a divisor of the " + std::to_string(N) + " devices");
+    if (!in(dN, v))
+      throw std::invalid_argument("--tp: " + std::to_string(v) + " is not a divisor of the " + std::to_string(N) +
+                                  " devices");
   }
   for (std::int64_t v : pins.cp) {
-    if (!in(dN, v)) throw std::invalid_argument("--cp: " + std::to_string(v) + " is not a divisor of the " + std::to_string(N) + " devices");
+    if (!in(dN, v))
+      throw std::invalid_argument("--cp: " + std::to_string(v) + " is not a divisor of the " + std::to_string(N) +
+                                  " devices");
   }
   for (std::int64_t v : pins.pp) {
-    if (!in(dN, v)) throw std::invalid_argument("--pp: " + std::to_string(v) + " is not a divisor of the " + std::to_string(N) + " devices");
+    if (!in(dN, v))
+      throw std::invalid_argument("--pp: " + std::to_string(v) + " is not a divisor of the " + std::to_string(N) +
+                                  " devices");
   }
   const auto dgb = divisors(run->global_batch);
   for (std::int64_t v : pins.micro_batch) {
-    if (!in(dgb, v)) throw std::invalid_argument("--mbs: " + std::to_string(v) + " is not a divisor of the global batch " + std::to_string(run->global_batch));
+    if (!in(dgb, v))
+      throw std::invalid_argument("--mbs: " + std::to_string(v) + " is not a divisor of the global batch " +
+                                  std::to_string(run->global_batch));
   }
   for (std::int64_t v : pins.vpp) {
-    if (v < 1 || v > model->layers) throw std::invalid_argument("--vpp: " + std::to_string(v) + " is outside 1.." + std::to_string(model->layers));
+    if (v < 1 || v > model->layers)
+      throw std::invalid_argument("--vpp: " + std::to_string(v) + " is outside 1.." + std::to_string(model->layers));
   }
   for (std::int64_t v : pins.zero) {
     if (v < 0 || v > 3) throw std::invalid_argument("--zero: " + std::to_string(v) + " is not 0, 1, 2 or 3");

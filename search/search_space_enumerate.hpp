@@ -20,7 +20,8 @@ bool allowed(const std::vector<T>& pins, const T& v) {
 }
 template <class T>
 std::int64_t count_allowed(const std::vector<T>& pins, const std::vector<T>& domain) {
-  return static_cast<std::int64_t>(std::count_if(domain.begin(), domain.end(), [&](const T& v) { return allowed(pins, v); }));
+  return static_cast<std::int64_t>(
+      std::count_if(domain.begin(), domain.end(), [&](const T& v) { return allowed(pins, v); }));
 }
 }  // namespace space_detail
 
@@ -68,11 +69,10 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& vi
     for (CpAlgo algo : d.algos) {
       if (!allowed(pins.cp_algo, algo)) continue;
       s.cp_algo = algo;
-      s.cp_u = algo == CpAlgo::ulysses ? d.cp
-               : algo == CpAlgo::hybrid
-                   ? hybrid_ulysses_degree(*model, s, cluster->device.devices_per_node,
-                                           policies.enabled(Policy::ulysses_kv_divisible))
-                   : 1;
+      s.cp_u = algo == CpAlgo::ulysses  ? d.cp
+               : algo == CpAlgo::hybrid ? hybrid_ulysses_degree(*model, s, cluster->device.devices_per_node,
+                                                                policies.enabled(Policy::ulysses_kv_divisible))
+                                        : 1;
       if (walk.enter(algo_level, d.all_passes * d.below_pass)) continue;
       for (std::int64_t pass = 1; pass <= d.passes; ++pass) {
         const std::int64_t weight = d.pass_weight[static_cast<std::size_t>(pass)];

@@ -23,15 +23,18 @@ std::string number(double v) {
 void compare(const SearchSpace& space, const ScoredStrategy& x, const std::string& where, double headroom, bool timed,
              std::vector<ReportedDifference>& out) {
   std::vector<std::string> problems;
-  const std::string recorded = "peak " + number(x.peak_bytes) + " B on stage " + std::to_string(x.peak_stage) + " recorded, ";
+  const std::string recorded =
+      "peak " + number(x.peak_bytes) + " B on stage " + std::to_string(x.peak_stage) + " recorded, ";
   const MemoryReport mem = estimate_memory(*space.model, *space.run, *space.cluster, x.strategy, headroom);
-  if (mem.peak != x.peak_bytes || mem.peak_stage != x.peak_stage || static_cast<std::int64_t>(std::ceil(mem.peak)) != x.mem) {
+  if (mem.peak != x.peak_bytes || mem.peak_stage != x.peak_stage ||
+      static_cast<std::int64_t>(std::ceil(mem.peak)) != x.mem) {
     problems.push_back(recorded + number(mem.peak) + " B on stage " + std::to_string(mem.peak_stage) + " re-estimated");
   }
   // The plain reference model (reference_memory.hpp) as well: the same figures to 1e-12, its sums
   // made layer by layer where the fast path multiplies runs of layers.
   const MemoryReport ref = reference_memory(*space.model, *space.run, *space.cluster, x.strategy, headroom);
-  if (std::fabs(ref.peak - x.peak_bytes) > 1e-12 * std::max(std::fabs(ref.peak), 1.0) || ref.peak_stage != x.peak_stage) {
+  if (std::fabs(ref.peak - x.peak_bytes) > 1e-12 * std::max(std::fabs(ref.peak), 1.0) ||
+      ref.peak_stage != x.peak_stage) {
     problems.push_back(recorded + "the reference model's " + number(ref.peak) + " B on stage " +
                        std::to_string(ref.peak_stage));
   }
@@ -45,7 +48,8 @@ void compare(const SearchSpace& space, const ScoredStrategy& x, const std::strin
     }
     const TimeReport ref_t = reference_step_time(*space.model, *space.run, *space.cluster, x.strategy);
     if (std::fabs(ref_t.step - x.step_s) > 1e-12 * std::max(std::fabs(ref_t.step), 1.0)) {
-      problems.push_back("step " + number(x.step_s) + " s recorded, the reference model's " + number(ref_t.step) + " s");
+      problems.push_back("step " + number(x.step_s) + " s recorded, the reference model's " + number(ref_t.step) +
+                         " s");
     }
   }
   if (problems.empty()) return;

@@ -19,7 +19,7 @@ namespace meshfit {
 struct ReportedDifference {
   std::string where;  // "front[2]", "top[0]", "closest"
   Strategy strategy;
-  std::string what;   // "peak 1.2e10 B on stage 0 recorded, 1.3e10 B on stage 0 re-estimated"
+  std::string what;  // "peak 1.2e10 B on stage 0 recorded, 1.3e10 B on stage 0 re-estimated"
 };
 
 // Every difference found; empty when everything agrees. `headroom_bytes` is the search's.

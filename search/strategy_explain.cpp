@@ -23,7 +23,8 @@ bool canonicalise(Strategy& x, const SearchSpace& space, bool vpp_changed) {
     x.vpp = 1;
     x.schedule = Schedule::none;
   } else if (x.schedule == Schedule::none || vpp_changed) {
-    if (x.schedule == Schedule::none || x.schedule == Schedule::one_f_one_b || x.schedule == Schedule::interleaved_1f1b) {
+    if (x.schedule == Schedule::none || x.schedule == Schedule::one_f_one_b ||
+        x.schedule == Schedule::interleaved_1f1b) {
       x.schedule = x.vpp >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
     }
   }
@@ -32,11 +33,10 @@ bool canonicalise(Strategy& x, const SearchSpace& space, bool vpp_changed) {
     x.cp_u = 1;
   } else {
     if (x.cp_algo == CpAlgo::none) x.cp_algo = CpAlgo::ring;
-    x.cp_u = x.cp_algo == CpAlgo::ulysses ? x.cp
-             : x.cp_algo == CpAlgo::hybrid
-                 ? hybrid_ulysses_degree(m, x, space.cluster->device.devices_per_node,
-                                         space.policies.enabled(Policy::ulysses_kv_divisible))
-                 : 1;
+    x.cp_u = x.cp_algo == CpAlgo::ulysses  ? x.cp
+             : x.cp_algo == CpAlgo::hybrid ? hybrid_ulysses_degree(m, x, space.cluster->device.devices_per_node,
+                                                                   space.policies.enabled(Policy::ulysses_kv_divisible))
+                                           : 1;
   }
   if (x.zero == 0) {
     x.shard_group = 1;

@@ -22,9 +22,9 @@ struct ExplainChange {
 };
 
 struct Explanation {
-  std::vector<HardRule> broken;      // every hard rule the strategy breaks; empty when valid
-  std::vector<Policy> policies;      // enabled policies it breaks (reported, not blocking)
-  MemoryReport memory;               // when valid
+  std::vector<HardRule> broken;  // every hard rule the strategy breaks; empty when valid
+  std::vector<Policy> policies;  // enabled policies it breaks (reported, not blocking)
+  MemoryReport memory;           // when valid
   TimeReport time;
   std::vector<ExplainChange> changes;  // fitting changes (time, mem, key), or the closest ones
   bool changes_fit = false;

@@ -77,7 +77,8 @@ struct Partial {
     }
   }
   void consider_closest(const ScoredStrategy& x) {
-    if (!closest || x.mem < closest->mem || (x.mem == closest->mem && key_less(x.strategy, closest->strategy))) closest = x;
+    if (!closest || x.mem < closest->mem || (x.mem == closest->mem && key_less(x.strategy, closest->strategy)))
+      closest = x;
   }
   void join(const Partial& o) {
     enumerated += o.enumerated;
@@ -138,8 +139,15 @@ class TaskScorer {
  public:
   TaskScorer(const SearchSpace& space, const SearchOptions& options, double budget, std::uint64_t context,
              std::atomic<std::int64_t>& fastest, SharedBounds& shared, Partial& acc)
-      : m_(*space.model), run_(*space.run), cluster_(*space.cluster), options_(options), budget_(budget),
-        context_(context), fastest_(fastest), shared_(shared), acc_(acc),
+      : m_(*space.model),
+        run_(*space.run),
+        cluster_(*space.cluster),
+        options_(options),
+        budget_(budget),
+        context_(context),
+        fastest_(fastest),
+        shared_(shared),
+        acc_(acc),
         // A micro-batch run is settled as a whole (settle_run) when only the front and the top-k
         // are wanted; otherwise each strategy in turn.
         settle_runs_(options.prune && !options.best_only && !options.collect_cloud) {}
@@ -198,9 +206,7 @@ class TaskScorer {
     return x;
   }
   // The plan of `s`'s layout, shared with the memory estimates.
-  const LayoutPlan& plan_of(Scratch& sc, const Strategy& s) {
-    return sc.memory.layout_plan(m_, run_, s);
-  }
+  const LayoutPlan& plan_of(Scratch& sc, const Strategy& s) { return sc.memory.layout_plan(m_, run_, s); }
   std::int64_t floor_ns(const Strategy& s) {
     Scratch& sc = scratch();
     return std::llround(step_time_floor(sc.time, m_, run_, cluster_, s, plan_of(sc, s)) * 1e9);
@@ -231,7 +237,6 @@ class TaskScorer {
            std::any_of(shared_front_.begin(), shared_front_.end(),
                        [&](const auto& y) { return y.first <= mem_floor && y.second < floor; });
   }
-
 
   // A ZeRO setting whose model states and overheads alone overflow: every recompute mode and
   // micro-batch size under it holds the same model states and overheads (neither reads them, and
@@ -271,7 +276,7 @@ class TaskScorer {
     }
     estimates_.resize(n);
     for (ScoredStrategy& e : estimates_) e.mem = 0;  // the "not estimated" mark (below)
-    double static_floor = 0;  // the same for the whole run (it reads neither b nor m)
+    double static_floor = 0;                         // the same for the whole run (it reads neither b nor m)
     // The number of b that fit, `hi`, from `lo` (the largest index known to fit, −1: none) and
     // `hi` (the smallest known not to, n: none). The first guess is where the previous ZeRO
     // setting's run of this setting and mode ended (on DeepSeek-V3 1,024 half the time the same
@@ -480,22 +485,25 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
           }
           scorer.read_shared();
           try {
-            space.for_each(triples[t], [&](const Strategy& s, const Position& at) {
-              // One triple's walk can last many seconds on the largest spaces: the stop flag is
-              // read every 1,024 candidates too, so that any search stops within a fraction of one.
-              if (options.stop && (++polls & 1023) == 0 && options.stop->load()) throw Stopped{};
-              if (at.first) scorer.open_run();
-              acc.enumerated += at.weight;
-              if (at.failed != Position::kValid) {
-                acc.histogram[at.failed] += at.weight;
-                return;
-              }
-              if (at.weight != 1) throw std::logic_error("a weighted H12-tail candidate passed every rule");
-              scorer.add(s);
-            }, [&](std::size_t slot, std::int64_t count) {
-              acc.enumerated += count;
-              acc.histogram[slot] += count;
-            });
+            space.for_each(
+                triples[t],
+                [&](const Strategy& s, const Position& at) {
+                  // One triple's walk can last many seconds on the largest spaces: the stop flag is
+                  // read every 1,024 candidates too, so that any search stops within a fraction of one.
+                  if (options.stop && (++polls & 1023) == 0 && options.stop->load()) throw Stopped{};
+                  if (at.first) scorer.open_run();
+                  acc.enumerated += at.weight;
+                  if (at.failed != Position::kValid) {
+                    acc.histogram[at.failed] += at.weight;
+                    return;
+                  }
+                  if (at.weight != 1) throw std::logic_error("a weighted H12-tail candidate passed every rule");
+                  scorer.add(s);
+                },
+                [&](std::size_t slot, std::int64_t count) {
+                  acc.enumerated += count;
+                  acc.histogram[slot] += count;
+                });
           } catch (const Stopped&) {  // the triple's open run is left unscored: the result is marked partial
             interrupted = true;
             break;
@@ -517,7 +525,8 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   r.top = total.top;
   for (auto& x : r.top) {
     x.dominated = std::none_of(r.front.begin(), r.front.end(), [&](const ScoredStrategy& f) {
-      return f.mem == x.mem && f.time_ns == x.time_ns && !key_less(f.strategy, x.strategy) && !key_less(x.strategy, f.strategy);
+      return f.mem == x.mem && f.time_ns == x.time_ns && !key_less(f.strategy, x.strategy) &&
+             !key_less(x.strategy, f.strategy);
     });
   }
   r.enumerated = total.enumerated;

@@ -22,7 +22,7 @@ struct ScoredStrategy {
   double peak_bytes = 0;
   std::int64_t peak_stage = 0;
   double step_s = 0, tokens_per_sec_per_device = 0, mfu = 0;
-  bool dominated = false;    // in top-k: not on the front
+  bool dominated = false;  // in top-k: not on the front
 };
 
 struct SearchResult {
@@ -53,8 +53,8 @@ struct SearchOptions {
   bool dedupe_ties = false;
   // Reuse the estimators' per-thread sides across strategies (zero_free_memo.hpp, the memory
   // model's StaticSide and KindCache); off only to check that reuse changes nothing.
-  bool reuse = true;  // §6.3's option: one strategy per exact (memory, time) tie on the front
-  const std::atomic<bool>* stop = nullptr;         // set by a signal handler: finish early, marked
+  bool reuse = true;                        // §6.3's option: one strategy per exact (memory, time) tie on the front
+  const std::atomic<bool>* stop = nullptr;  // set by a signal handler: finish early, marked
   std::function<void(std::size_t, std::size_t)> progress;  // (triples done, triples) from any thread
 };
 

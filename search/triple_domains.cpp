@@ -27,7 +27,8 @@ void TripleDomains::fill(const SearchSpace& space, const std::array<std::int64_t
   dp = space.cluster->devices / (tp * cp * pp);
 
   divisors_into(bs, space.run->global_batch);
-  bs.erase(std::remove_if(bs.begin(), bs.end(), [&](std::int64_t b) { return !allowed(pins.micro_batch, b); }), bs.end());
+  bs.erase(std::remove_if(bs.begin(), bs.end(), [&](std::int64_t b) { return !allowed(pins.micro_batch, b); }),
+           bs.end());
   ms.resize(bs.size());
   for (std::size_t bi = 0; bi < bs.size(); ++bi) {
     ms[bi] = space.run->global_batch % (dp * bs[bi]) == 0 ? space.run->global_batch / (dp * bs[bi]) : 0;

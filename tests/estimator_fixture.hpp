@@ -47,5 +47,6 @@ inline bool near(double actual, double expected) {
 
 }  // namespace meshfit::test
 
-#define CHECK_BYTES(actual, expected) \
-  CHECK_MESSAGE(::meshfit::test::near((actual), (expected)), static_cast<long long>(actual) << " vs " << static_cast<long long>(expected))
+#define CHECK_BYTES(actual, expected)                                                       \
+  CHECK_MESSAGE(::meshfit::test::near((actual), (expected)), static_cast<long long>(actual) \
+                                                                 << " vs " << static_cast<long long>(expected))

@@ -61,9 +61,12 @@ std::vector<Strategy> valid_strategies(const Space& sp, std::size_t stride) {
   std::vector<Strategy> out;
   std::size_t seen = 0;
   for (const auto& triple : space.triples()) {
-    space.for_each(triple, [&](const Strategy& s, const Position& at) {
-      if (at.failed == Position::kValid && seen++ % stride == 0) out.push_back(s);
-    }, [](std::size_t, std::int64_t) {});
+    space.for_each(
+        triple,
+        [&](const Strategy& s, const Position& at) {
+          if (at.failed == Position::kValid && seen++ % stride == 0) out.push_back(s);
+        },
+        [](std::size_t, std::int64_t) {});
   }
   return out;
 }
@@ -79,7 +82,8 @@ long score_all(const Space& sp, const std::vector<Strategy>& strategies, std::ui
   long fitting = 0;
   for (const Strategy& s : strategies) {
     estimate_memory_into(mem, scratch, sp.model, sp.run, sp.cluster, s, 0);
-    const double floor = step_time_floor(time_scratch, sp.model, sp.run, sp.cluster, s, scratch.prepare_plan(sp.model, s));
+    const double floor =
+        step_time_floor(time_scratch, sp.model, sp.run, sp.cluster, s, scratch.prepare_plan(sp.model, s));
     estimate_step_time_into(time, time_scratch, sp.model, sp.run, sp.cluster, s, scratch.prepare_plan(sp.model, s));
     if (mem.fits && floor <= time.step) ++fitting;
   }

@@ -17,10 +17,12 @@ using meshfit::test::run;
 
 namespace {
 
-const std::vector<std::string> kSearch = {"search", "--model", "llama-3.1-8b", "--device", "h100-80gb",
-                                          "--devices", "8", "--seq", "4096", "--global-batch", "8"};
-const std::vector<std::string> kEstimate = {"estimate", "--model", "llama-3.1-8b", "--device", "h100-80gb",
-                                            "--devices", "8", "--seq", "4096", "--global-batch", "8"};
+const std::vector<std::string> kSearch = {"search",    "--model", "llama-3.1-8b", "--device", "h100-80gb",
+                                          "--devices", "8",       "--seq",        "4096",     "--global-batch",
+                                          "8"};
+const std::vector<std::string> kEstimate = {"estimate",  "--model", "llama-3.1-8b", "--device", "h100-80gb",
+                                            "--devices", "8",       "--seq",        "4096",     "--global-batch",
+                                            "8"};
 
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& extra) {
   base.insert(base.end(), extra.begin(), extra.end());
@@ -50,8 +52,8 @@ TEST_CASE("numeric flags have checked ranges (--top 0 segfaulted)") {
   expect_input_error(with(kSearch, {"--top", "-1"}), {"field '--top'", "got -1"});
   expect_input_error(with(kSearch, {"--threads", "-1"}), {"field '--threads': expected a number from 0 to 1024"});
   // A count in a --devices list was bounded only when given alone.
-  expect_input_error({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8,99999999999", "--seq",
-                      "4096", "--global-batch", "8"},
+  expect_input_error({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8,99999999999",
+                      "--seq", "4096", "--global-batch", "8"},
                      {"field '--devices': expected a positive count up to 16777216"});
   expect_input_error({"check", "x.json", "--device", "h100-80gb", "--devices", "8", "--seq", "8", "--global-batch", "8",
                       "--max-peak-gib", "nan"},
@@ -62,7 +64,8 @@ TEST_CASE("a train YAML of the wrong shape names its field (operator[] on a scal
   for (const auto& [file, field] : std::vector<std::pair<std::string, std::string>>{
            {"train-parallel-scalar.yaml", "field 'parallel': expected a map of fields, got '5'"},
            {"train-model-scalar.yaml", "field 'model': expected a map of fields, got '5'"},
-           {"train-poc-scalar.yaml", "field 'parallel.parallel_optimizer_config': expected a map of fields, got '5'"}}) {
+           {"train-poc-scalar.yaml",
+            "field 'parallel.parallel_optimizer_config': expected a map of fields, got '5'"}}) {
     CAPTURE(file);
     const std::string path = data_path("bad-input/" + file);
     expect_input_error(with(kEstimate, {"--strategy", path}), {path, field});
@@ -151,7 +154,8 @@ TEST_CASE("an entry's errors name the entry's field, not the CLI flag") {
   CHECK(r.out.find(path + ": field 'entries[1].strategy.tp': expected a positive integer up to the 8 devices") !=
         std::string::npos);
   CHECK(r.out.find(path + ": field 'entries[2].seq': expected at most 16777216") != std::string::npos);
-  CHECK(r.out.find(path + ": field 'entries[3].devices': expected a positive integer up to 16777216") != std::string::npos);
+  CHECK(r.out.find(path + ": field 'entries[3].devices': expected a positive integer up to 16777216") !=
+        std::string::npos);
   CHECK(r.out.find("--headroom") == std::string::npos);
   CHECK(r.out.find("--seq") == std::string::npos);
 }

@@ -38,8 +38,8 @@ TEST_CASE("no subcommand, unknown subcommand, unknown flag: usage errors, exit 2
 TEST_CASE("models and devices list every preset of cli.md") {
   const auto m = run({"models"});
   CHECK(m.code == 0);
-  for (const char* name : {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b",
-                           "qwen3-32b", "qwen3-30b-a3b", "deepseek-v3", "gpt3-175b"}) {
+  for (const char* name : {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b", "qwen3-32b",
+                           "qwen3-30b-a3b", "deepseek-v3", "gpt3-175b"}) {
     CHECK(m.out.find(name) != std::string::npos);
   }
   const auto d = run({"devices", "--format", "json"});
@@ -61,10 +61,9 @@ TEST_CASE("show prints the published parameter counts") {
 }
 
 TEST_CASE("bad input: message on stderr, nothing on stdout, exit 2") {
-  for (const char* bad : {"bad/malformed.json", "bad/missing-field.json", "bad/zero-layers.json",
-                          "bad/negative-hidden.json", "bad/fractional-ffn.json",
-                          "bad/heads-not-dividing.json", "bad/unknown-type.json",
-                          "bad/no-such-file.json"}) {
+  for (const char* bad :
+       {"bad/malformed.json", "bad/missing-field.json", "bad/zero-layers.json", "bad/negative-hidden.json",
+        "bad/fractional-ffn.json", "bad/heads-not-dividing.json", "bad/unknown-type.json", "bad/no-such-file.json"}) {
     CAPTURE(bad);
     const auto r = run({"show", "--model", data_path(bad)});
     CHECK(r.code == 2);
@@ -78,8 +77,8 @@ TEST_CASE("bad input: message on stderr, nothing on stdout, exit 2") {
 
   // A headroom of the whole capacity or more leaves no budget (it was a search for nothing, with a
   // negative budget printed); device counts past 2^24 (2^40 took a search minutes of divisors).
-  const std::vector<std::string> search{"search", "--model", "llama-3.1-8b", "--device", "h100-80gb",
-                                        "--seq", "4096", "--global-batch", "64"};
+  const std::vector<std::string> search{"search", "--model", "llama-3.1-8b",   "--device", "h100-80gb",
+                                        "--seq",  "4096",    "--global-batch", "64"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = search;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -87,18 +86,21 @@ TEST_CASE("bad input: message on stderr, nothing on stdout, exit 2") {
   };
   const auto headroom = with({"--devices", "8", "--headroom", "80"});
   CHECK(headroom.code == 2);
-  CHECK(headroom.err.find("field '--headroom': expected less than the device's 79.65 GiB capacity, got '80'") != std::string::npos);
+  CHECK(headroom.err.find("field '--headroom': expected less than the device's 79.65 GiB capacity, got '80'") !=
+        std::string::npos);
   const auto devices = with({"--devices", "1099511627776"});
   CHECK(devices.code == 2);
-  CHECK(devices.err.find("command line: field '--devices': expected a positive count up to 16777216, a list like 8,16,64 or a range like 8..1024, got '1099511627776'") != std::string::npos);
+  CHECK(devices.err.find("command line: field '--devices': expected a positive count up to 16777216, a list like "
+                         "8,16,64 or a range like 8..1024, got '1099511627776'") != std::string::npos);
   const auto range = with({"--devices", "1..9223372036854775807"});
   CHECK(range.code == 2);
   CHECK(range.err.find("field '--devices': expected a positive count up to 16777216") != std::string::npos);
 }
 
 TEST_CASE("estimate: table, JSON shape of cli.md, exit 1 when it does not fit") {
-  const std::vector<std::string> base = {"estimate", "--model", "llama-3.1-70b", "--device", "h100-80gb",
-                                         "--devices", "64", "--seq", "4096", "--global-batch", "16"};
+  const std::vector<std::string> base = {"estimate",  "--model", "llama-3.1-70b", "--device", "h100-80gb",
+                                         "--devices", "64",      "--seq",         "4096",     "--global-batch",
+                                         "16"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = base;
     a.insert(a.end(), extra.begin(), extra.end());
@@ -125,8 +127,9 @@ TEST_CASE("estimate: table, JSON shape of cli.md, exit 1 when it does not fit") 
 }
 
 TEST_CASE("estimate: an invalid strategy names the rule, exit 2") {
-  const std::vector<std::string> base = {"estimate", "--model", "llama-3.1-70b", "--device", "h100-80gb",
-                                         "--devices", "64", "--seq", "4096", "--global-batch", "16", "--strategy"};
+  const std::vector<std::string> base = {"estimate",  "--model",   "llama-3.1-70b", "--device", "h100-80gb",
+                                         "--devices", "64",        "--seq",         "4096",     "--global-batch",
+                                         "16",        "--strategy"};
   auto err = [&](const std::string& s) {
     std::vector<std::string> a = base;
     a.push_back(s);
@@ -158,12 +161,23 @@ TEST_CASE("validate: per-case errors and the summary; a malformed case names its
   CHECK(j.out.find("\"summary\":{\"cases\":2,") != std::string::npos);
   const auto bad = run({"validate", data_path("validation/bad-field.yaml")});
   CHECK(bad.code == 2);
-  CHECK(bad.err.find("case 'broken-tp': field 'strategy.tp': expected a positive integer, got 'eight'") != std::string::npos);
+  CHECK(bad.err.find("case 'broken-tp': field 'strategy.tp': expected a positive integer, got 'eight'") !=
+        std::string::npos);
 }
 
 TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from flags") {
-  const std::vector<std::string> base = {"estimate", "--model", "deepseek-v3", "--device", "h100-80gb", "--devices",
-                                         "1024", "--seq", "4096", "--global-batch", "2048", "--strategy",
+  const std::vector<std::string> base = {"estimate",
+                                         "--model",
+                                         "deepseek-v3",
+                                         "--device",
+                                         "h100-80gb",
+                                         "--devices",
+                                         "1024",
+                                         "--seq",
+                                         "4096",
+                                         "--global-batch",
+                                         "2048",
+                                         "--strategy",
                                          "dp=32,tp=2,sp=true,pp=16,ep=64,zero=1,recompute=full,mbs=1"};
   std::vector<std::string> a = base;
   a.insert(a.end(), {"--run-options", data_path("run-options/ex5-layout.yaml")});
@@ -195,8 +209,9 @@ TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from 
 }
 
 TEST_CASE("explain: every broken rule; the overflow; single changes that fit") {
-  const std::vector<std::string> base = {"explain", "--model", "llama-3.1-70b", "--device", "h100-80gb", "--devices",
-                                         "64", "--seq", "4096", "--global-batch", "16", "--strategy"};
+  const std::vector<std::string> base = {"explain",   "--model",   "llama-3.1-70b", "--device", "h100-80gb",
+                                         "--devices", "64",        "--seq",         "4096",     "--global-batch",
+                                         "16",        "--strategy"};
   auto with = [&](const std::string& s, bool json = false) {
     std::vector<std::string> a = base;
     a.push_back(s);

@@ -24,7 +24,7 @@ std::string error_of(F f) {
 
 TEST_CASE("every device of cli.md is bundled, with devices.md's figures") {
   const std::vector<std::string> want = {"a100-40gb", "a100-80gb", "ascend-910b-64gb", "b200-192gb",
-                                         "h100-80gb", "h100-96gb", "h200-141gb", "mi300x-192gb"};
+                                         "h100-80gb", "h100-96gb", "h200-141gb",       "mi300x-192gb"};
   CHECK(preset_names("devices") == want);
   const Device h100 = load_device("H100-80GB");
   CHECK(h100.capacity == 85'520'809'984.0);  // 81,559 MiB
@@ -50,17 +50,20 @@ TEST_CASE("a device YAML starts from a preset and overrides fields") {
 }
 
 TEST_CASE("bad device input") {
-  CHECK(error_of([] { load_device(test::data_path("bad/device-missing.yaml")); })
-            .find("field 'hbm_bandwidth': missing") != std::string::npos);
-  CHECK(error_of([] { load_device(test::data_path("bad/device-typo.yaml")); })
-            .find("field 'capacty': unknown field") != std::string::npos);
-  CHECK(error_of([] { load_device(test::data_path("bad/device-negative.yaml")); })
-            .find("field 'capacity'") != std::string::npos);
+  CHECK(error_of([] {
+          load_device(test::data_path("bad/device-missing.yaml"));
+        }).find("field 'hbm_bandwidth': missing") != std::string::npos);
+  CHECK(error_of([] { load_device(test::data_path("bad/device-typo.yaml")); }).find("field 'capacty': unknown field") !=
+        std::string::npos);
+  CHECK(error_of([] { load_device(test::data_path("bad/device-negative.yaml")); }).find("field 'capacity'") !=
+        std::string::npos);
   // Figures that would make times or bytes overflow (a step of infinite seconds printed as null).
-  CHECK(error_of([] { load_device(test::data_path("bad/device-tiny-flops.yaml")); })
-            .find("field 'peak_flops': expected at least 1e+06, got 1e-300") != std::string::npos);
-  CHECK(error_of([] { load_device(test::data_path("bad/device-huge-overhead.yaml")); })
-            .find("field 'overhead_fixed': expected a number in [0, 1.1259e+15], got '1e308'") != std::string::npos);
+  CHECK(error_of([] {
+          load_device(test::data_path("bad/device-tiny-flops.yaml"));
+        }).find("field 'peak_flops': expected at least 1e+06, got 1e-300") != std::string::npos);
+  CHECK(error_of([] {
+          load_device(test::data_path("bad/device-huge-overhead.yaml"));
+        }).find("field 'overhead_fixed': expected a number in [0, 1.1259e+15], got '1e308'") != std::string::npos);
   const std::string e = error_of([] { load_device("h100"); });
   CHECK(e.find("unknown device preset 'h100'") != std::string::npos);
   CHECK(e.find("did you mean h100-80gb, h100-96gb") != std::string::npos);
@@ -74,7 +77,7 @@ TEST_CASE("framework profiles set the precision and padding defaults (§2.6)") {
   Run mega = make_run(f, true);
   CHECK(mega.precision.preset == "megatron_bf16");
   CHECK(mega.profile.vocab_pad_multiple == 128);
-  CHECK(mega.beta_opt() == 12);  // 2 fp32 moments + fp32 master
+  CHECK(mega.beta_opt() == 12);                                                  // 2 fp32 moments + fp32 master
   CHECK(mega.precision.beta_P + mega.precision.beta_G + mega.beta_opt() == 18);  // Megatron's 18 B/param
 
   f.framework = "torchtitan";
@@ -102,18 +105,22 @@ TEST_CASE("bad run flags") {
   CHECK(error_of([&] { make_run(f, true); }).find("field '--seq': missing") != std::string::npos);
   f.seq = 0;
   f.global_batch = 8;
-  CHECK(error_of([&] { make_run(f, true); }).find("field '--seq': expected a positive integer, got 0") != std::string::npos);
+  CHECK(error_of([&] { make_run(f, true); }).find("field '--seq': expected a positive integer, got 0") !=
+        std::string::npos);
   // Past 2^24 tokens or sequences: products with the parallel degrees would leave 64-bit integers.
   f.seq = 4096;
   f.global_batch = std::int64_t{1} << 40;
-  CHECK(error_of([&] { make_run(f, true); }).find("field '--global-batch': expected at most 16777216, got 1099511627776") != std::string::npos);
+  CHECK(error_of([&] {
+          make_run(f, true);
+        }).find("field '--global-batch': expected at most 16777216, got 1099511627776") != std::string::npos);
   f.global_batch = 8;
   f.seq = 4096;
   f.micro_batch = 3;
   CHECK(error_of([&] { make_run(f, true); }).find("expected a divisor of --global-batch 8") != std::string::npos);
   f.micro_batch = 2;
   f.framework = "nemo";
-  CHECK(error_of([&] { make_run(f, true); }).find("'--framework': expected one of deepspeed, megatron, torchtitan") != std::string::npos);
+  CHECK(error_of([&] { make_run(f, true); }).find("'--framework': expected one of deepspeed, megatron, torchtitan") !=
+        std::string::npos);
   f.framework = "megatron";
   f.grad_bytes = 3;
   CHECK(error_of([&] { make_run(f, true); }).find("'--grad-bytes': expected 2 or 4") != std::string::npos);

@@ -100,28 +100,37 @@ TEST_CASE("bad model input names the file, the field and what was expected") {
   const std::string no_layers = error_of(test::data_path("bad/missing-field.json"));
   CHECK(no_layers.find("field 'num_hidden_layers': missing") != std::string::npos);
 
-  CHECK(error_of(test::data_path("bad/zero-layers.json")).find("field 'num_hidden_layers': expected a positive integer, got '0'") != std::string::npos);
-  CHECK(error_of(test::data_path("bad/negative-hidden.json")).find("field 'hidden_size': expected a positive integer, got '-4096'") != std::string::npos);
-  CHECK(error_of(test::data_path("bad/fractional-ffn.json")).find("field 'intermediate_size': expected a positive integer, got '14336.5'") != std::string::npos);
-  CHECK(error_of(test::data_path("bad/string-heads.json")).find("field 'num_attention_heads': expected a positive integer, got 'many'") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/zero-layers.json"))
+            .find("field 'num_hidden_layers': expected a positive integer, got '0'") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/negative-hidden.json"))
+            .find("field 'hidden_size': expected a positive integer, got '-4096'") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/fractional-ffn.json"))
+            .find("field 'intermediate_size': expected a positive integer, got '14336.5'") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/string-heads.json"))
+            .find("field 'num_attention_heads': expected a positive integer, got 'many'") != std::string::npos);
 
   const std::string heads = error_of(test::data_path("bad/heads-not-dividing.json"));
   CHECK(heads.find("field 'num_attention_heads'") != std::string::npos);
   CHECK(heads.find("do not divide the hidden size 4096") != std::string::npos);
 
-  CHECK(error_of(test::data_path("bad/kv-not-dividing.json")).find("field 'num_key_value_heads': expected a divisor of the 32 query heads, got 5") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/kv-not-dividing.json"))
+            .find("field 'num_key_value_heads': expected a divisor of the 32 query heads, got 5") != std::string::npos);
 
   const std::string unknown = error_of(test::data_path("bad/unknown-type.json"));
   CHECK(unknown.find("field 'model_type': unknown model type 'falcon'") != std::string::npos);
   CHECK(unknown.find("llama") != std::string::npos);
   CHECK(unknown.find("deepseek_v3") != std::string::npos);
 
-  CHECK(error_of(test::data_path("bad/not-a-map.json")).find("expected a map of fields, got a list") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/not-a-map.json")).find("expected a map of fields, got a list") !=
+        std::string::npos);
 
   // Sizes beyond every published model's by far: a clear error, not an exhausted memory (65,537
   // layers took a search past 24 GiB) or counts past 64-bit integers (2^40 experts).
-  CHECK(error_of(test::data_path("bad/too-many-layers.json")).find("field 'num_hidden_layers': expected at most 512 body layers, got 65537") != std::string::npos);
-  CHECK(error_of(test::data_path("bad/too-many-experts.json")).find("field 'num_local_experts': expected at most 4096 routed experts, got 1099511627776") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/too-many-layers.json"))
+            .find("field 'num_hidden_layers': expected at most 512 body layers, got 65537") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/too-many-experts.json"))
+            .find("field 'num_local_experts': expected at most 4096 routed experts, got 1099511627776") !=
+        std::string::npos);
 }
 
 TEST_CASE("an unknown preset lists the close names") {

@@ -45,11 +45,12 @@ std::string slurp(const std::string& path) {
 
 TEST_CASE("valid_utf8 replaces each ill-formed byte (RFC 3629 §4)") {
   CHECK(valid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") == "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
-  CHECK(valid_utf8("a\xC0\xAF" "b") == "a" + kFFFD + kFFFD + "b");        // overlong '/'
-  CHECK(valid_utf8("\xED\xA0\x80") == kFFFD + kFFFD + kFFFD);            // a surrogate, U+D800
+  CHECK(valid_utf8("a\xC0\xAF"
+                   "b") == "a" + kFFFD + kFFFD + "b");                     // overlong '/'
+  CHECK(valid_utf8("\xED\xA0\x80") == kFFFD + kFFFD + kFFFD);              // a surrogate, U+D800
   CHECK(valid_utf8("\xF4\x90\x80\x80") == kFFFD + kFFFD + kFFFD + kFFFD);  // past U+10FFFF
-  CHECK(valid_utf8("x\xE2\x82") == "x" + kFFFD + kFFFD);                 // cut short
-  CHECK(valid_utf8("\xEF\xBF\xBF") == kFFFD + kFFFD + kFFFD);            // U+FFFF, no XML character
+  CHECK(valid_utf8("x\xE2\x82") == "x" + kFFFD + kFFFD);                   // cut short
+  CHECK(valid_utf8("\xEF\xBF\xBF") == kFFFD + kFFFD + kFFFD);              // U+FFFF, no XML character
 }
 
 TEST_CASE("printable escapes control characters; quoted_text cuts at 80 characters") {
@@ -67,8 +68,9 @@ TEST_CASE("a model name with control bytes or invalid UTF-8 leaves every output 
   for (const char* file : {"bad-input/control-name.json", "bad-input/invalid-utf8-name.yaml"}) {
     CAPTURE(file);
     const std::string model = data_path(file);
-    const std::vector<std::string> base = {"search", "--model", model, "--device", "h100-80gb", "--devices", "8",
-                                           "--seq", "1024", "--global-batch", "8", "--top", "2"};
+    const std::vector<std::string> base = {"search",    "--model", model,   "--device", "h100-80gb",
+                                           "--devices", "8",       "--seq", "1024",     "--global-batch",
+                                           "8",         "--top",   "2"};
     const auto table = run(base);
     CHECK(table.code == 0);
     CHECK(clean_utf8(table.out));
@@ -94,9 +96,9 @@ TEST_CASE("a model name with control bytes or invalid UTF-8 leaves every output 
   // The JUnit report of a check over the same files parses as XML.
   const std::string dir = (std::filesystem::temp_directory_path() / "meshfit-names").string();
   std::filesystem::create_directories(dir);
-  const auto check = run({"check", data_path("bad-input/control-name.json"), data_path("bad-input/invalid-utf8-name.yaml"),
-                          "--device", "h100-80gb", "--devices", "8", "--seq", "1024", "--global-batch", "8",
-                          "--junit", dir + "/j.xml"});
+  const auto check =
+      run({"check", data_path("bad-input/control-name.json"), data_path("bad-input/invalid-utf8-name.yaml"), "--device",
+           "h100-80gb", "--devices", "8", "--seq", "1024", "--global-batch", "8", "--junit", dir + "/j.xml"});
   CHECK(check.code == 0);
   CHECK(clean_utf8(check.out));
   const std::string xml = slurp(dir + "/j.xml");

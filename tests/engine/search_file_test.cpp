@@ -13,8 +13,9 @@ using meshfit::test::run;
 
 namespace {
 
-const std::vector<std::string> kBase = {"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8",
-                                        "--seq", "8192", "--global-batch", "64", "--format", "json"};
+const std::vector<std::string> kBase = {"search",    "--model",  "llama-3.1-8b", "--device", "h100-80gb",
+                                        "--devices", "8",        "--seq",        "8192",     "--global-batch",
+                                        "64",        "--format", "json"};
 
 std::vector<std::string> with(std::vector<std::string> extra) {
   std::vector<std::string> args = kBase;

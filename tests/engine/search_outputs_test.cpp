@@ -29,8 +29,9 @@ std::size_t count_of(const std::string& text, const std::string& part) {
 }
 
 // A small space: Llama-3.1-8B on 16 H100s, pinned to pp 2 so that the report has two stages.
-const std::vector<std::string> kSearch = {"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "16",
-                                          "--seq", "4096", "--global-batch", "64", "--pp", "2", "--format", "json"};
+const std::vector<std::string> kSearch = {
+    "search", "--model",        "llama-3.1-8b", "--device", "h100-80gb", "--devices", "16",  "--seq",
+    "4096",   "--global-batch", "64",           "--pp",     "2",         "--format",  "json"};
 
 }  // namespace
 
@@ -47,8 +48,8 @@ TEST_CASE("search --plot: a well-formed SVG with the front's points, the budget 
   REQUIRE(!elements.empty());
   CHECK(elements.front() == "svg");
   // The front from the JSON output: its size and its strategies.
-  const std::size_t front = count_of(r.out.substr(r.out.find("\"front\""), r.out.find("\"top\"") - r.out.find("\"front\"")),
-                                     "\"strategy\"");
+  const std::size_t front =
+      count_of(r.out.substr(r.out.find("\"front\""), r.out.find("\"top\"") - r.out.find("\"front\"")), "\"strategy\"");
   REQUIRE(front > 0);
   const std::string front_group = svg.substr(svg.find("<g class=\"front\">"));
   CHECK(count_of(front_group, "<circle") == front);

@@ -29,8 +29,8 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 std::vector<std::string> export_args(const std::string& model, const std::string& devices, const std::string& seq,
                                      const std::string& batch, const std::string& to, const std::string& strategy) {
-  return {"export", "--model", model, "--device", "h100-80gb", "--devices", devices, "--seq", seq,
-          "--global-batch", batch, "--to", to, "--strategy", strategy};
+  return {"export", "--model",        model, "--device", "h100-80gb", "--devices",  devices, "--seq",
+          seq,      "--global-batch", batch, "--to",     to,          "--strategy", strategy};
 }
 
 }  // namespace
@@ -38,8 +38,9 @@ std::vector<std::string> export_args(const std::string& model, const std::string
 TEST_CASE("export: Megatron-LM arguments (dense: interleaved PP, ring CP, block recompute)") {
   // 80 layers over pp·vpp = 8 virtual stages: 10 each; recompute_layers 4 per stage over 2
   // chunks: 2 per chunk (Megatron's block method); G = dp·cp = 4, one optimizer instance.
-  const auto r = run(export_args("llama-3.1-70b", "64", "8192", "512", "megatron",
-                                 "tp=4,sp=true,pp=4,vpp=2,cp=2,cp_algo=ring,zero=1,recompute=full,recompute_layers=4,mbs=1"));
+  const auto r =
+      run(export_args("llama-3.1-70b", "64", "8192", "512", "megatron",
+                      "tp=4,sp=true,pp=4,vpp=2,cp=2,cp_algo=ring,zero=1,recompute=full,recompute_layers=4,mbs=1"));
   CHECK(r.code == 0);
   CHECK(r.out == slurp(data_path("export/llama70b_megatron.txt")));
 }
@@ -67,14 +68,16 @@ TEST_CASE("export: torchtitan TOML (HSDP, interleaved PP, per-op selective AC)")
 
 TEST_CASE("export: DeepSpeed JSON (ZeRO-3 with MiCS shard group, accumulation steps)") {
   // dp = 8, b = 2: 64 = 2 · 4 · 8, so 4 accumulation steps; shard group 4 < dp: MiCS.
-  const auto r = run(export_args("llama-3.1-8b", "8", "4096", "64", "deepspeed", "zero=3,shard_group=4,recompute=full,mbs=2"));
+  const auto r =
+      run(export_args("llama-3.1-8b", "8", "4096", "64", "deepspeed", "zero=3,shard_group=4,recompute=full,mbs=2"));
   CHECK(r.code == 0);
   CHECK(r.out == slurp(data_path("export/llama8b_deepspeed.json")));
   CHECK(has(r.err, "gradient_checkpointing_enable"));  // full recompute is not a JSON field: said on stderr
 }
 
 TEST_CASE("export: HyperParallel train YAML, and meshfit reads it back") {
-  const std::string strategy = "tp=4,sp=true,pp=2,cp=2,cp_algo=ulysses,ep=4,etp=4,zero=2,recompute=full,recompute_layers=3,mbs=1";
+  const std::string strategy =
+      "tp=4,sp=true,pp=2,cp=2,cp_algo=ulysses,ep=4,etp=4,zero=2,recompute=full,recompute_layers=3,mbs=1";
   const auto r = run(export_args("mixtral-8x7b", "64", "4096", "512", "hyperparallel", strategy));
   CHECK(r.code == 0);
   CHECK(r.out == slurp(data_path("export/mixtral_hyperparallel.yaml")));
@@ -92,13 +95,14 @@ TEST_CASE("export: HyperParallel train YAML, and meshfit reads it back") {
   const auto back = meshfit::parse_strategy(path, m, run_, c, warnings);
   CHECK(meshfit::strategy_to_string(back) == meshfit::strategy_to_string(direct));
   // The same file drives `estimate`.
-  const auto est = run({"estimate", "--model", "mixtral-8x7b", "--device", "h100-80gb", "--devices", "64", "--seq", "4096",
-                        "--global-batch", "512", "--strategy", path});
+  const auto est = run({"estimate", "--model", "mixtral-8x7b", "--device", "h100-80gb", "--devices", "64", "--seq",
+                        "4096", "--global-batch", "512", "--strategy", path});
   CHECK(has(est.out, meshfit::strategy_to_string(direct)));
 }
 
 TEST_CASE("export: what a trainer cannot express is an error that says why (exit 2)") {
-  const auto ulysses = run(export_args("llama-3.1-8b", "16", "8192", "64", "torchtitan", "tp=2,sp=true,cp=2,cp_algo=ulysses,zero=3"));
+  const auto ulysses =
+      run(export_args("llama-3.1-8b", "16", "8192", "64", "torchtitan", "tp=2,sp=true,cp=2,cp_algo=ulysses,zero=3"));
   CHECK(ulysses.code == 2);
   CHECK(has(ulysses.err, "torchtitan cannot express this strategy"));
   CHECK(has(ulysses.err, "Ulysses"));
@@ -111,7 +115,8 @@ TEST_CASE("export: what a trainer cannot express is an error that says why (exit
   const auto gpipe = run(export_args("llama-3.1-8b", "16", "8192", "64", "megatron", "pp=2,schedule=gpipe"));
   CHECK(gpipe.code == 2);
   CHECK(has(gpipe.err, "GPipe"));
-  auto per_vstage = export_args("llama-3.1-70b", "64", "8192", "64", "megatron", "tp=8,sp=true,pp=4,dp=2,zero=1,recompute=full,mbs=1");
+  auto per_vstage = export_args("llama-3.1-70b", "64", "8192", "64", "megatron",
+                                "tp=8,sp=true,pp=4,dp=2,zero=1,recompute=full,mbs=1");
   per_vstage.insert(per_vstage.end(), {"--run-options", meshfit::test::data_path("run-options/full-per-vstage.yaml")});
   const auto listed = run(per_vstage);
   CHECK(listed.code == 2);
@@ -137,9 +142,11 @@ TEST_CASE("export: an interrupted search's pick says so in the format's own synt
   const std::string marked = meshfit::mark_interrupted(TrainerFormat::megatron, args);
   CHECK(marked.rfind("# meshfit: INTERRUPTED search", 0) == 0);
   CHECK(marked.substr(marked.find('\n') + 1) == args);  // the arguments themselves unchanged
-  CHECK(meshfit::mark_interrupted(TrainerFormat::torchtitan, "[parallelism]\n").rfind("# meshfit: INTERRUPTED", 0) == 0);
+  CHECK(meshfit::mark_interrupted(TrainerFormat::torchtitan, "[parallelism]\n").rfind("# meshfit: INTERRUPTED", 0) ==
+        0);
   // DeepSpeed's JSON has no comments: a top-level field, and the document still parses.
-  const std::string json = meshfit::mark_interrupted(TrainerFormat::deepspeed, slurp(data_path("export/llama8b_deepspeed.json")));
+  const std::string json =
+      meshfit::mark_interrupted(TrainerFormat::deepspeed, slurp(data_path("export/llama8b_deepspeed.json")));
   const YAML::Node doc = meshfit::parse_yaml_text(json, "marked.json");
   CHECK(doc["meshfit_interrupted"].as<std::string>().find("INTERRUPTED") != std::string::npos);
   CHECK(doc["train_batch_size"].as<int>() == 64);

@@ -56,8 +56,8 @@ TEST_CASE("deferred FSDP gradient sync under torchtitan PP holds unsharded fp32 
   // Llama-3.1-405B, tp 8, pp 8: torchtitan's split counts the embedding and loss as layers, so
   // stage 1 holds 16 layers. Per layer per rank: (570,425,344 + 2,617,245,696)/8 + 32,768 norms
   // = 398,491,648; × 16 layers × 4 bytes (fp32 reduce dtype).
-  const auto c = make_case("llama-3.1-405b", 512, 8192, 64, "tp=8,sp=true,pp=8,zero=3,recompute=full,mbs=1",
-                           "torchtitan");
+  const auto c =
+      make_case("llama-3.1-405b", 512, 8192, 64, "tp=8,sp=true,pp=8,zero=3,recompute=full,mbs=1", "torchtitan");
   const MemoryReport r = test::estimate(c);
   CHECK(r.stages[0].layers == 15);
   CHECK(r.stages[1].layers == 16);

@@ -22,7 +22,8 @@ double reference_interleaved(std::int64_t pp, std::int64_t v, std::int64_t m, st
   auto fwd = [&](std::int64_t j) {
     ++count[static_cast<std::size_t>((j % (pp * v)) / pp)];
     double t = 0;
-    for (std::int64_t c = 0; c < v; ++c) t += static_cast<double>(count[static_cast<std::size_t>(c)]) * A[static_cast<std::size_t>(c)];
+    for (std::int64_t c = 0; c < v; ++c)
+      t += static_cast<double>(count[static_cast<std::size_t>(c)]) * A[static_cast<std::size_t>(c)];
     if (t > peak) {
       peak = t;
       if (at_peak) *at_peak = count;

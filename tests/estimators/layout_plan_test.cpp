@@ -37,7 +37,8 @@ bool same_runs(const LayoutPlan& p, const PlannedChunk& a, const PlannedChunk& b
 
 TEST_CASE("layout plan: layer counts per (kind, fully recomputed) and stage") {
   // DeepSeek-V3: 61 body layers, the first 3 dense (first_k_dense_replace), the rest MoE.
-  const auto none = make_case("deepseek-v3", 256, 4096, 1024, "dp=16,tp=4,sp=true,pp=4,ep=32,zero=1,recompute=none,mbs=1");
+  const auto none =
+      make_case("deepseek-v3", 256, 4096, 1024, "dp=16,tp=4,sp=true,pp=4,ep=32,zero=1,recompute=none,mbs=1");
   const LayoutPlan p = plan_of(none);
   std::int64_t dense = 0, moe = 0;
   for (const PlannedStage& ps : p.stages) {
@@ -51,7 +52,8 @@ TEST_CASE("layout plan: layer counts per (kind, fully recomputed) and stage") {
   CHECK(moe == 58);
   CHECK(p.stages[0].body_layers[0][0] == 3);  // the dense layers open the model
   // Full recompute of every layer (n_rc unset): all counted as fully recomputed.
-  const auto full = make_case("deepseek-v3", 256, 4096, 1024, "dp=16,tp=4,sp=true,pp=4,ep=32,zero=1,recompute=full,mbs=1");
+  const auto full =
+      make_case("deepseek-v3", 256, 4096, 1024, "dp=16,tp=4,sp=true,pp=4,ep=32,zero=1,recompute=full,mbs=1");
   const LayoutPlan q = plan_of(full);
   for (std::size_t i = 0; i < q.stages.size(); ++i) {
     CHECK(q.stages[i].body_layers[0][0] + q.stages[i].body_layers[1][0] == 0);
@@ -136,7 +138,8 @@ TEST_CASE("layout plan: stage twins hold the same model-state parts, away from t
     CHECK(ps.layers == q.layers);
     CHECK(ps.body_layers == q.body_layers);
     REQUIRE(ps.parts_end - ps.parts_begin == q.parts_end - q.parts_begin);
-    for (std::uint32_t k = 0; k < ps.parts_end - ps.parts_begin; ++k) CHECK(p.parts[ps.parts_begin + k] == p.parts[q.parts_begin + k]);
+    for (std::uint32_t k = 0; k < ps.parts_end - ps.parts_begin; ++k)
+      CHECK(p.parts[ps.parts_begin + k] == p.parts[q.parts_begin + k]);
   }
   CHECK(p.stages.front().twin == PlannedStage::kNoTwin);
   CHECK(p.stages.back().twin == PlannedStage::kNoTwin);

@@ -20,7 +20,7 @@ double kept_per_layer(const std::string& model, const std::string& strategy, boo
   const MemoryReport r = test::estimate(c);
   const double n_cp = 8192;
   const double k_emb = n_cp * 8;
-  const double k_out = n_cp * (16384 + 513024);  // the output record: saved + saved_tp at tp 1
+  const double k_out = n_cp * (16384 + 513024);                     // the output record: saved + saved_tp at tp 1
   return (r.stages[0].chunk_bytes[0] - k_emb - k_out) / 32 / n_cp;  // bytes per token per layer
 }
 }  // namespace
@@ -28,7 +28,7 @@ double kept_per_layer(const std::string& model, const std::string& strategy, boo
 TEST_CASE("the measured record prices plain layers; rules 1-3 price selective ones") {
   const std::string census = data_path("models/llama-8b-census.yaml");
   const std::string plain = data_path("models/llama-8b-census-plain.yaml");
-  CHECK(kept_per_layer(census, "dp=8") == 140'000);                  // saved + saved_tp
+  CHECK(kept_per_layer(census, "dp=8") == 140'000);                           // saved + saved_tp
   CHECK(kept_per_layer(census, "dp=8,recompute=selective", true) == 70'000);  // rule 1: selective pair
   // Rule 2 under megatron_core_attn: every op but softmax: 140,000 − 10,000.
   CHECK(kept_per_layer(census, "dp=8,recompute=selective") == 130'000);

@@ -18,7 +18,10 @@ TEST_CASE("EX1: ZeRO model states of 7.5 B parameters on 64 GPUs (deepspeed_fp16
   const Run run = make_run(f, false);
   RankParams psi;
   psi.non_expert = 7.5e9;
-  struct Row { int z; double w, g, o; };
+  struct Row {
+    int z;
+    double w, g, o;
+  };
   const Row rows[] = {{0, 15e9, 15e9, 90e9},
                       {1, 15e9, 15e9, 1'406'250'000},
                       {2, 15e9, 234'375'000, 1'406'250'000},
@@ -68,8 +71,8 @@ TEST_CASE("EX2: Korthikanti's GPT-3 175B layer at TP 8 (analytic census, Table 2
 
 TEST_CASE("EX3: Llama-3.1-8B, FSDP over 8 GPUs, full recompute (torchtitan)") {
   auto c = make_case("llama-3.1-8b", 8, 8192, 8,
-                           "dp=8,tp=1,sp=false,pp=1,vpp=1,cp=1,ep=1,etp=1,zero=3,shard_group=8,recompute=full,mbs=1,m=1",
-                           "torchtitan");
+                     "dp=8,tp=1,sp=false,pp=1,vpp=1,cp=1,ep=1,etp=1,zero=3,shard_group=8,recompute=full,mbs=1,m=1",
+                     "torchtitan");
   // Documented departure: the torchtitan profile prices eager cross-entropy at 8 transient bytes
   // per logit (measured cases tt2412-t2-*); the spec's example uses §2.4's default of 6.
   CHECK(c.run.options.loss_transient_bytes == 8);
@@ -111,7 +114,8 @@ TEST_CASE("EX3: Llama-3.1-8B, FSDP over 8 GPUs, full recompute (torchtitan)") {
 
 TEST_CASE("EX4: Mixtral-8x7B with EP 8 and ETP 2") {
   const auto c = make_case("mixtral-8x7b", 64, 4096, 256,
-                           "dp=16,tp=2,sp=true,pp=2,vpp=1,schedule=1f1b,cp=1,ep=8,etp=2,zero=1,shard_group=16,recompute=selective,mbs=1,m=16");
+                           "dp=16,tp=2,sp=true,pp=2,vpp=1,schedule=1f1b,cp=1,ep=8,etp=2,zero=1,shard_group=16,"
+                           "recompute=selective,mbs=1,m=16");
   const Census census = analytic_census(c.model, c.run, c.strategy, FfnKind::moe);
   CHECK_BYTES(census.saved_total(), 40'996);
   CHECK_BYTES(census.saved_tp_total(), 225'408);
@@ -121,10 +125,9 @@ TEST_CASE("EX4: Mixtral-8x7B with EP 8 and ETP 2") {
   REQUIRE(r.stages.size() == 2);
   const double weights[] = {3'622'043'648, 3'622'051'840}, grads[] = {7'244'087'296, 7'244'103'680},
                opt[] = {8'757'018'624, 8'757'021'696}, A[] = {8'725'364'736, 9'021'030'400},
-               act[] = {17'450'729'472, 9'021'030'400}, trl[] = {419'692'544, 123'994'112},
-               logits[] = {0, 393'216'000}, tr[] = {419'692'544, 393'216'000},
-               alloc[] = {37'493'571'584, 29'037'423'616}, reserved[] = {41'242'928'742, 31'941'165'978},
-               device[] = {43'189'085'798, 33'887'323'034};
+               act[] = {17'450'729'472, 9'021'030'400}, trl[] = {419'692'544, 123'994'112}, logits[] = {0, 393'216'000},
+               tr[] = {419'692'544, 393'216'000}, alloc[] = {37'493'571'584, 29'037'423'616},
+               reserved[] = {41'242'928'742, 31'941'165'978}, device[] = {43'189'085'798, 33'887'323'034};
   for (int i = 0; i < 2; ++i) {
     CAPTURE(i);
     const StageMemory& st = r.stages[static_cast<std::size_t>(i)];
@@ -147,8 +150,9 @@ TEST_CASE("EX4: Mixtral-8x7B with EP 8 and ETP 2") {
 }
 
 TEST_CASE("EX5: DeepSeek-V3 (MLA, MoE, MTP), PP 16 x EP 64, layers_per_vstage [4]x15 + [1]") {
-  auto c = make_case("deepseek-v3", 1024, 4096, 2048,
-                     "dp=32,tp=2,sp=true,pp=16,vpp=1,schedule=1f1b,cp=1,ep=64,etp=1,zero=1,shard_group=32,recompute=full,mbs=1,m=64");
+  auto c = make_case(
+      "deepseek-v3", 1024, 4096, 2048,
+      "dp=32,tp=2,sp=true,pp=16,vpp=1,schedule=1f1b,cp=1,ep=64,etp=1,zero=1,shard_group=32,recompute=full,mbs=1,m=64");
   c.run.options.layers_per_vstage.assign(15, 4);
   c.run.options.layers_per_vstage.push_back(1);
   const MemoryReport r = test::estimate(c);
@@ -217,8 +221,8 @@ TEST_CASE("EX6 and EX7: the census under ring and Ulysses CP, and the CP buffer"
   // EX7(a): Ulysses keeps no gathered keys and values.
   auto uly = make_case("llama-3.1-8b", 4, 32768, 1, "cp=4,cp_algo=ulysses,dp=1,mbs=1");
   CHECK_BYTES(gathered_kv_bytes(uly.model, uly.run, uly.strategy), 0);
-  const CensusPerToken tu = per_token(analytic_census(uly.model, uly.run, uly.strategy, FfnKind::dense), uly.run,
-                                      uly.strategy, 0);
+  const CensusPerToken tu =
+      per_token(analytic_census(uly.model, uly.run, uly.strategy, FfnKind::dense), uly.run, uly.strategy, 0);
   CHECK_BYTES(tu.kept_plain, 139'392);
   CHECK_BYTES(act(tu, Recompute::none, uly).kept, 1'141'899'264);
   CHECK_BYTES(act(tu, Recompute::full, uly).working, 1'980'760'064);
@@ -238,14 +242,16 @@ TEST_CASE("EX6 and EX7: the census under ring and Ulysses CP, and the CP buffer"
   auto wide_ring = make_case("llama-3.1-8b", 32, 131072, 1, "tp=2,sp=true,cp=16,cp_algo=ring,dp=1,mbs=1");
   const double g_wide = gathered_kv_bytes(wide_ring.model, wide_ring.run, wide_ring.strategy);
   CHECK_BYTES(g_wide, 30'720);
-  const CensusPerToken twr = per_token(analytic_census(wide_ring.model, wide_ring.run, wide_ring.strategy, FfnKind::dense),
-                                       wide_ring.run, wide_ring.strategy, g_wide);
+  const CensusPerToken twr =
+      per_token(analytic_census(wide_ring.model, wide_ring.run, wide_ring.strategy, FfnKind::dense), wide_ring.run,
+                wide_ring.strategy, g_wide);
   CHECK_BYTES(twr.kept_plain, 100'416);
 }
 
 TEST_CASE("EX8: Llama-3.1-70B, PP 4, 1F1B, per stage") {
-  const auto c = make_case("llama-3.1-70b", 64, 4096, 16,
-                           "dp=2,tp=8,sp=true,pp=4,vpp=1,schedule=1f1b,cp=1,ep=1,etp=1,zero=1,shard_group=2,recompute=selective,mbs=1,m=8");
+  const auto c = make_case(
+      "llama-3.1-70b", 64, 4096, 16,
+      "dp=2,tp=8,sp=true,pp=4,vpp=1,schedule=1f1b,cp=1,ep=1,etp=1,zero=1,shard_group=2,recompute=selective,mbs=1,m=8");
   const MemoryReport r = test::estimate(c);
   REQUIRE(r.stages.size() == 4);
   const double weights[] = {4'543'086'592, 4'278'845'440, 4'278'845'440, 4'543'102'976};
@@ -282,7 +288,8 @@ TEST_CASE("EX8: Llama-3.1-70B, PP 4, 1F1B, per stage") {
 
 TEST_CASE("EX9: the same with the interleaved schedule, vpp 2 (simulated Megatron order)") {
   const auto c = make_case("llama-3.1-70b", 64, 4096, 16,
-                           "dp=2,tp=8,sp=true,pp=4,vpp=2,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=1,shard_group=2,recompute=selective,mbs=1,m=8");
+                           "dp=2,tp=8,sp=true,pp=4,vpp=2,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=1,shard_group="
+                           "2,recompute=selective,mbs=1,m=8");
   const MemoryReport r = test::estimate(c);
   const double A0[] = {1'405'124'608, 1'405'091'840, 1'405'091'840, 1'405'091'840};
   const double A1[] = {1'405'091'840, 1'405'091'840, 1'405'091'840, 1'686'110'208};
@@ -304,8 +311,9 @@ TEST_CASE("EX9: the same with the interleaved schedule, vpp 2 (simulated Megatro
 }
 
 TEST_CASE("EX10: GPT-3 175B interleaved, Korthikanti's Table 3 setting") {
-  auto c = make_case("gpt3-175b", 64, 2048, 64,
-                     "dp=1,tp=8,sp=true,pp=8,vpp=3,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=0,recompute=selective,mbs=1,m=64");
+  auto c = make_case(
+      "gpt3-175b", 64, 2048, 64,
+      "dp=1,tp=8,sp=true,pp=8,vpp=3,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=0,recompute=selective,mbs=1,m=64");
   c.run.flash_attention = false;
   c.run.options.attention_dropout = true;
   c.run.options.hidden_dropout = true;
@@ -337,7 +345,8 @@ TEST_CASE("EX10: GPT-3 175B interleaved, Korthikanti's Table 3 setting") {
 
 TEST_CASE("EX11: DualPipeV counts and overlap, Llama-3.1-8B") {
   const auto c = make_case("llama-3.1-8b", 8, 4096, 32,
-                           "dp=2,tp=1,sp=false,pp=4,vpp=2,schedule=dualpipev,cp=1,ep=1,etp=1,zero=1,shard_group=2,recompute=none,mbs=1,m=16");
+                           "dp=2,tp=1,sp=false,pp=4,vpp=2,schedule=dualpipev,cp=1,ep=1,etp=1,zero=1,shard_group=2,"
+                           "recompute=none,mbs=1,m=16");
   const MemoryReport r = test::estimate(c);
   REQUIRE(r.stages.size() == 4);
   const StageMemory& s0 = r.stages[0];

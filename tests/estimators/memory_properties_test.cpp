@@ -39,24 +39,23 @@ TEST_CASE("more tp, pp, ep or a higher ZeRO stage never raises a stage's model s
   States prev = max_states(make_case("llama-3.1-70b", 64, 4096, 64, "tp=1,pp=4"));
   for (int tp : {2, 4, 8}) {
     CAPTURE(tp);
-    const States next = max_states(make_case("llama-3.1-70b", 64, 4096, 64,
-                                             "tp=" + std::to_string(tp) + ",sp=true,pp=4"));
+    const States next =
+        max_states(make_case("llama-3.1-70b", 64, 4096, 64, "tp=" + std::to_string(tp) + ",sp=true,pp=4"));
     check_not_above(next, prev);
     prev = next;
   }
   prev = max_states(make_case("llama-3.1-70b", 64, 4096, 64, "tp=8,sp=true,pp=1"));
   for (int pp : {2, 4, 8}) {
     CAPTURE(pp);
-    const States next = max_states(make_case("llama-3.1-70b", 64, 4096, 64,
-                                             "tp=8,sp=true,pp=" + std::to_string(pp)));
+    const States next = max_states(make_case("llama-3.1-70b", 64, 4096, 64, "tp=8,sp=true,pp=" + std::to_string(pp)));
     check_not_above(next, prev);
     prev = next;
   }
   prev = max_states(make_case("mixtral-8x7b", 64, 4096, 64, "tp=2,sp=true,pp=2,ep=1,zero=1"));
   for (int ep : {2, 4, 8}) {
     CAPTURE(ep);
-    const States next = max_states(make_case("mixtral-8x7b", 64, 4096, 64,
-                                             "tp=2,sp=true,pp=2,zero=1,ep=" + std::to_string(ep)));
+    const States next =
+        max_states(make_case("mixtral-8x7b", 64, 4096, 64, "tp=2,sp=true,pp=2,zero=1,ep=" + std::to_string(ep)));
     check_not_above(next, prev);
     prev = next;
   }
@@ -72,8 +71,7 @@ TEST_CASE("more tp, pp, ep or a higher ZeRO stage never raises a stage's model s
 TEST_CASE("kept activations: full <= selective <= none") {
   for (const char* model : {"llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "gpt3-175b"}) {
     CAPTURE(model);
-    const std::string base = std::string(model) == "deepseek-v3" ? "tp=2,sp=true,pp=8,ep=8,"
-                                                                  : "tp=2,sp=true,pp=4,";
+    const std::string base = std::string(model) == "deepseek-v3" ? "tp=2,sp=true,pp=8,ep=8," : "tp=2,sp=true,pp=4,";
     const std::int64_t n = std::string(model) == "deepseek-v3" ? 256 : 64;
     double prev = -1;
     for (const char* mode : {"full", "selective", "none"}) {
@@ -103,7 +101,8 @@ TEST_CASE("at fixed global batch the peak is non-decreasing in the micro-batch s
   double prev = 0;
   for (int b : {1, 2, 4, 8}) {
     CAPTURE(b);
-    const auto r = test::estimate(make_case("llama-3.1-70b", 64, 4096, 64, "tp=8,sp=true,pp=4,mbs=" + std::to_string(b)));
+    const auto r =
+        test::estimate(make_case("llama-3.1-70b", 64, 4096, 64, "tp=8,sp=true,pp=4,mbs=" + std::to_string(b)));
     CHECK(r.peak >= prev);
     prev = r.peak;
   }
@@ -128,7 +127,8 @@ TEST_CASE("the run option expert_shard_group replaces G_e (§3.1) and must divid
   // 3 does not divide edp = 8: H16 names the option.
   c.run.options.expert_shard_group = 3;
   CHECK_FALSE(rule_holds(HardRule::H16, c.model, c.run, c.cluster, c.strategy));
-  CHECK(explain_rule(HardRule::H16, c.model, c.run, c.cluster, c.strategy).find("expert_shard_group 3") != std::string::npos);
+  CHECK(explain_rule(HardRule::H16, c.model, c.run, c.cluster, c.strategy).find("expert_shard_group 3") !=
+        std::string::npos);
 }
 
 TEST_CASE("full_layers_per_vstage sets each virtual stage's fully recomputed layers (§5.4)") {
@@ -139,7 +139,8 @@ TEST_CASE("full_layers_per_vstage sets each virtual stage's fully recomputed lay
   c.run.options.full_layers_per_vstage = {20, 5, 0, 0};
   const MemoryReport mixed = test::estimate(c);
   const MemoryReport full = test::estimate(make_case("llama-3.1-70b", 64, 8192, 64, s));
-  const MemoryReport none = test::estimate(make_case("llama-3.1-70b", 64, 8192, 64, "tp=8,sp=true,pp=4,dp=2,zero=1,recompute=none,mbs=1"));
+  const MemoryReport none =
+      test::estimate(make_case("llama-3.1-70b", 64, 8192, 64, "tp=8,sp=true,pp=4,dp=2,zero=1,recompute=none,mbs=1"));
   CHECK(mixed.stages[0].full_recompute == 20);
   CHECK(mixed.stages[1].full_recompute == 5);
   CHECK(mixed.stages[2].full_recompute == 0);

@@ -1,10 +1,9 @@
 // The plain reference models (estimators/reference_memory.hpp, reference_step_time.hpp) against
-// the fast ones (estimate_memory, estimate_step_time, and the search's own paths): strategies drawn with a fixed seed from the valid strategies of many spaces —
-// dense, GQA, MoE with EP/ETP, MLA, measured censuses, CP ring/Ulysses/hybrid, every schedule,
-// uneven stages, every ZeRO stage and shard group, each framework profile, the seed's rules —
-// must agree on every stage's every term. Sums may differ in their last bits (the fast paths add
-// a run of n equal layers as n·x, the references x n times): 1e-12 relative, and exactly for
-// counts, stages and flags.
+// the fast ones (estimate_memory, estimate_step_time, and the search's own paths): strategies drawn with a fixed seed
+// from the valid strategies of many spaces — dense, GQA, MoE with EP/ETP, MLA, measured censuses, CP
+// ring/Ulysses/hybrid, every schedule, uneven stages, every ZeRO stage and shard group, each framework profile, the
+// seed's rules — must agree on every stage's every term. Sums may differ in their last bits (the fast paths add a run
+// of n equal layers as n·x, the references x n times): 1e-12 relative, and exactly for counts, stages and flags.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -30,7 +29,9 @@ using namespace meshfit;
 
 namespace {
 
-bool close(double a, double b) { return a == b || std::fabs(a - b) <= 1e-12 * std::max({std::fabs(a), std::fabs(b), 1.0}); }
+bool close(double a, double b) {
+  return a == b || std::fabs(a - b) <= 1e-12 * std::max({std::fabs(a), std::fabs(b), 1.0});
+}
 
 // The first field where the two reports differ ("" when none).
 std::string difference(const MemoryReport& fast, const MemoryReport& ref) {
@@ -63,7 +64,8 @@ std::string difference(const MemoryReport& fast, const MemoryReport& ref) {
     num("fp8_cache", a.fp8_cache, b.fp8_cache);
     num("deferred_grads", a.deferred_grads, b.deferred_grads);
     exact("chunks", static_cast<std::int64_t>(a.chunk_bytes.size()), static_cast<std::int64_t>(b.chunk_bytes.size()));
-    for (std::size_t c = 0; c < a.chunk_bytes.size() && c < b.chunk_bytes.size(); ++c) num("chunk_bytes", a.chunk_bytes[c], b.chunk_bytes[c]);
+    for (std::size_t c = 0; c < a.chunk_bytes.size() && c < b.chunk_bytes.size(); ++c)
+      num("chunk_bytes", a.chunk_bytes[c], b.chunk_bytes[c]);
     if (a.chunk_inflight != b.chunk_inflight && d.str().empty()) d << "chunk_inflight";
     num("activations", a.activations, b.activations);
     num("tr_layer", a.tr_layer, b.tr_layer);
@@ -135,8 +137,14 @@ std::string time_difference(const TimeReport& fast, const TimeReport& ref) {
 struct SpaceSpec {
   SpaceSpec(std::string m, std::int64_t n, std::int64_t s, std::int64_t b, std::string fw = "megatron",
             std::string r = "default", bool off = false, std::string options = "")
-      : model(std::move(m)), devices(n), seq(s), gb(b), framework(std::move(fw)), rules(std::move(r)),
-        policies_off(off), run_options(std::move(options)) {}
+      : model(std::move(m)),
+        devices(n),
+        seq(s),
+        gb(b),
+        framework(std::move(fw)),
+        rules(std::move(r)),
+        policies_off(off),
+        run_options(std::move(options)) {}
   std::string model;
   std::int64_t devices, seq, gb;
   std::string framework, rules;
@@ -200,15 +208,18 @@ TEST_CASE("reference models = fast models on 100,000+ strategies of 24 spaces") 
     std::vector<Strategy> sample;
     std::size_t seen = 0;
     for (const auto& t : space.triples()) {
-      space.for_each(t, [&](const Strategy& s, const Position& at) {
-        if (at.failed != Position::kValid) return;
-        ++seen;
-        if (sample.size() < kPerSpace) {
-          sample.push_back(s);
-        } else if (const std::size_t j = rng() % seen; j < kPerSpace) {
-          sample[j] = s;
-        }
-      }, [](std::size_t, std::int64_t) {});
+      space.for_each(
+          t,
+          [&](const Strategy& s, const Position& at) {
+            if (at.failed != Position::kValid) return;
+            ++seen;
+            if (sample.size() < kPerSpace) {
+              sample.push_back(s);
+            } else if (const std::size_t j = rng() % seen; j < kPerSpace) {
+              sample[j] = s;
+            }
+          },
+          [](std::size_t, std::int64_t) {});
     }
     REQUIRE(!sample.empty());
     // The search's own path too: totals only, with the per-thread reuse (memo context, kind
@@ -225,8 +236,9 @@ TEST_CASE("reference models = fast models on 100,000+ strategies of 24 spaces") 
       estimate_memory_into(lean, scratch, model, run, cluster, s, 0, false);
       if (diff.empty() && !(close(lean.peak, ref.peak) && lean.peak_stage == ref.peak_stage && lean.fits == ref.fits &&
                             close(lean.static_floor, ref.static_floor))) {
-        diff = "the search's totals: peak " + std::to_string(lean.peak) + " on stage " + std::to_string(lean.peak_stage) +
-               ", reference " + std::to_string(ref.peak) + " on stage " + std::to_string(ref.peak_stage);
+        diff = "the search's totals: peak " + std::to_string(lean.peak) + " on stage " +
+               std::to_string(lean.peak_stage) + ", reference " + std::to_string(ref.peak) + " on stage " +
+               std::to_string(ref.peak_stage);
       }
       const TimeReport ref_time = reference_step_time(model, run, cluster, s);
       if (diff.empty()) diff = time_difference(estimate_step_time(model, run, cluster, s), ref_time);

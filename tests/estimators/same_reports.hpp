@@ -55,5 +55,4 @@ inline void check_same_time(const TimeReport& a, const TimeReport& b) {
   }
 }
 
-
 }  // namespace meshfit::test

@@ -11,7 +11,8 @@ using namespace meshfit;
 using meshfit::test::make_case;
 
 namespace {
-test::Case seed_case(const std::string& model, std::int64_t n, std::int64_t seq, std::int64_t gb, const std::string& s) {
+test::Case seed_case(const std::string& model, std::int64_t n, std::int64_t seq, std::int64_t gb,
+                     const std::string& s) {
   auto c = make_case(model, n, seq, gb, s);
   c.run.rules = Rules::sapp_nd;
   return c;
@@ -20,7 +21,8 @@ test::Case seed_case(const std::string& model, std::int64_t n, std::int64_t seq,
 
 TEST_CASE("EX12(a): EX4's Mixtral under the seed's shard factors") {
   const auto c = seed_case("mixtral-8x7b", 64, 4096, 256,
-                           "dp=16,tp=2,sp=true,pp=2,vpp=1,schedule=1f1b,cp=1,ep=8,etp=2,zero=1,shard_group=16,recompute=selective,mbs=1,m=16");
+                           "dp=16,tp=2,sp=true,pp=2,vpp=1,schedule=1f1b,cp=1,ep=8,etp=2,zero=1,shard_group=16,"
+                           "recompute=selective,mbs=1,m=16");
   const sapp_nd::Factors f = sapp_nd::factors(c.model, c.strategy);
   CHECK(f.os_max_shard == 32);
   CHECK(f.os_ne == 32);
@@ -76,7 +78,8 @@ TEST_CASE("EX12(c): the CP buffer with SAPP-ND's count of a node's members") {
 
 TEST_CASE("EX12(d): the seed's interleaved micro factors on EX9") {
   const auto c = seed_case("llama-3.1-70b", 64, 4096, 16,
-                           "dp=2,tp=8,sp=true,pp=4,vpp=2,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=1,shard_group=2,recompute=selective,mbs=1,m=8");
+                           "dp=2,tp=8,sp=true,pp=4,vpp=2,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=1,shard_group="
+                           "2,recompute=selective,mbs=1,m=8");
   CHECK(sapp_nd::micro_factors(c.strategy, 0) == std::vector<std::int64_t>{6, 4});
   CHECK(sapp_nd::micro_factors(c.strategy, 1) == std::vector<std::int64_t>{5, 4});
   CHECK(sapp_nd::micro_factors(c.strategy, 2) == std::vector<std::int64_t>{4, 3});
@@ -108,8 +111,9 @@ TEST_CASE("the seed's own check of §7.2 (TP 2, micro factor 3, s 4096, b 2)") {
   auto base = make_case("llama-3.1-8b", 8, 4096, 8, "tp=2,sp=true,dp=4,mbs=2");
   const double micro = 3, tokens = 4096 * 2;
   auto kept = [&](const Strategy& s, double g) {
-    return micro * layer_activation(per_token(c, base.run, s, g), Recompute::none, tokens / static_cast<double>(s.cp), 4096,
-                                    base.run, s).kept;
+    return micro * layer_activation(per_token(c, base.run, s, g), Recompute::none, tokens / static_cast<double>(s.cp),
+                                    4096, base.run, s)
+                       .kept;
   };
   Strategy sp = base.strategy;
   CHECK(kept(sp, 0) == 3.0 * 4096 * 2 * (50 + 150));
@@ -120,7 +124,8 @@ TEST_CASE("the seed's own check of §7.2 (TP 2, micro factor 3, s 4096, b 2)") {
   cp2.cp = 2;
   CHECK(kept(cp2, 0) == 3.0 * 4096 * 2 / 2 * (50 + 150));
   const CensusPerToken t = per_token(c, base.run, sp, 0);
-  CHECK(micro * layer_activation(t, Recompute::full, tokens, 4096, base.run, sp).working == 3.0 * 4096 * 2 * (75 + 165));
+  CHECK(micro * layer_activation(t, Recompute::full, tokens, 4096, base.run, sp).working ==
+        3.0 * 4096 * 2 * (75 + 165));
   CHECK(micro * layer_activation(t, Recompute::none, tokens, 4096, base.run, sp).working == 3.0 * 4096 * 2 * 40);
 }
 

@@ -57,7 +57,8 @@ TEST_CASE("E1: Llama-3.1-8B, FSDP on 8 x H100-96GB (torchtitan, hyperparallel se
 
 TEST_CASE("E2: Llama-3.1-70B, tp 8 x pp 4 (interleaved, vpp 5) x dp 2") {
   const auto c = make_case("llama-3.1-70b", 64, 8192, 128,
-                           "dp=2,tp=8,sp=true,pp=4,vpp=5,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=1,shard_group=2,recompute=selective,mbs=1,m=64");
+                           "dp=2,tp=8,sp=true,pp=4,vpp=5,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=1,shard_group="
+                           "2,recompute=selective,mbs=1,m=64");
   const LayerTime l = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
   CHECK_CLOSE(l.forward * 1e3, 2.7369);
   CHECK_CLOSE(l.backward * 1e3, 5.5716);
@@ -78,9 +79,10 @@ TEST_CASE("E2: Llama-3.1-70B, tp 8 x pp 4 (interleaved, vpp 5) x dp 2") {
 }
 
 TEST_CASE("E3: Llama-3.1-70B at 32k, tp 8 x cp 4 (ring) on 32 x H200, full recompute") {
-  const auto c = make_case("llama-3.1-70b", 32, 32768, 8,
-                           "dp=1,tp=8,sp=true,pp=1,vpp=1,cp=4,cp_algo=ring,ep=1,etp=1,zero=1,shard_group=4,recompute=full,mbs=1,m=8",
-                           "megatron", "h200-141gb");
+  const auto c = make_case(
+      "llama-3.1-70b", 32, 32768, 8,
+      "dp=1,tp=8,sp=true,pp=1,vpp=1,cp=4,cp_algo=ring,ep=1,etp=1,zero=1,shard_group=4,recompute=full,mbs=1,m=8",
+      "megatron", "h200-141gb");
   const LayerTime l = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
   CHECK_CLOSE(l.forward * 1e3, 3.3324);
   CHECK_CLOSE(l.backward * 1e3, 7.0605);
@@ -100,8 +102,9 @@ TEST_CASE("E3: Llama-3.1-70B at 32k, tp 8 x cp 4 (ring) on 32 x H200, full recom
 }
 
 TEST_CASE("E4: Mixtral-8x7B, pp 4 (1F1B) x dp 16 with ep 8") {
-  const auto c = make_case("mixtral-8x7b", 64, 4096, 256,
-                           "dp=16,tp=1,sp=false,pp=4,vpp=1,schedule=1f1b,cp=1,ep=8,etp=1,zero=1,shard_group=16,recompute=none,mbs=1,m=16");
+  const auto c = make_case(
+      "mixtral-8x7b", 64, 4096, 256,
+      "dp=16,tp=1,sp=false,pp=4,vpp=1,schedule=1f1b,cp=1,ep=8,etp=1,zero=1,shard_group=16,recompute=none,mbs=1,m=16");
   const LayerTime l = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   CHECK_CLOSE(l.forward * 1e3, 4.8728);
   CHECK_CLOSE(l.backward * 1e3, 9.8435);
@@ -120,7 +123,8 @@ TEST_CASE("E4: Mixtral-8x7B, pp 4 (1F1B) x dp 16 with ep 8") {
 
 TEST_CASE("E5: Llama-3.1-405B, tp 8 x pp 8 (interleaved, vpp 2) x dp 16, embedding and loss as layers") {
   auto c = make_case("llama-3.1-405b", 1024, 8192, 512,
-                     "dp=16,tp=8,sp=true,pp=8,vpp=2,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=1,shard_group=16,recompute=selective,mbs=1,m=32");
+                     "dp=16,tp=8,sp=true,pp=8,vpp=2,schedule=interleaved_1f1b,cp=1,ep=1,etp=1,zero=1,shard_group=16,"
+                     "recompute=selective,mbs=1,m=32");
   c.run.options.account_embedding = c.run.options.account_loss = true;
   const TimeReport r = timing(c);
   CHECK_CLOSE(r.stages[0].tau, 0.54563);
@@ -155,9 +159,10 @@ TEST_CASE("E6: Llama-3.1-8B, plain DDP across 2 nodes of 8 x A100-80GB") {
 }
 
 TEST_CASE("E7: Llama-3.1-8B at 128k, Ulysses cp 8 x FSDP on 32 x B200") {
-  auto c = make_case("llama-3.1-8b", 32, 131072, 4,
-                           "dp=4,tp=1,sp=false,pp=1,vpp=1,cp=8,cp_algo=ulysses,ep=1,etp=1,zero=3,shard_group=32,recompute=full,mbs=1,m=1",
-                           "torchtitan", "b200-192gb");
+  auto c = make_case(
+      "llama-3.1-8b", 32, 131072, 4,
+      "dp=4,tp=1,sp=false,pp=1,vpp=1,cp=8,cp_algo=ulysses,ep=1,etp=1,zero=3,shard_group=32,recompute=full,mbs=1,m=1",
+      "torchtitan", "b200-192gb");
   neutral_kernels(c.run);
   const LayerTime l = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
   CHECK_CLOSE(l.forward * 1e3, 15.7145);

@@ -19,7 +19,8 @@ TEST_CASE("full recompute costs more compute than selective, selective more than
   double prev = -1;
   for (const char* mode : {"none", "selective", "full"}) {
     CAPTURE(mode);
-    const auto r = timing(make_case("llama-3.1-70b", 64, 8192, 128, std::string("tp=8,sp=true,pp=4,recompute=") + mode));
+    const auto r =
+        timing(make_case("llama-3.1-70b", 64, 8192, 128, std::string("tp=8,sp=true,pp=4,recompute=") + mode));
     const double compute = r.forward + r.backward + r.recompute;
     CHECK(compute > prev);
     prev = compute;
@@ -45,7 +46,8 @@ TEST_CASE("a TP group that spans nodes is slower than one inside a node") {
 }
 
 TEST_CASE("the time terms sum to the step time") {
-  for (const char* s : {"tp=8,sp=true,pp=4,vpp=5,zero=1", "tp=4,sp=true,cp=2,pp=2,zero=3", "dp=64,zero=0,recompute=full"}) {
+  for (const char* s :
+       {"tp=8,sp=true,pp=4,vpp=5,zero=1", "tp=4,sp=true,cp=2,pp=2,zero=3", "dp=64,zero=0,recompute=full"}) {
     CAPTURE(s);
     const auto r = timing(make_case("llama-3.1-70b", 64, 8192, 128, s));
     const double sum = r.forward + r.backward + r.recompute + r.comm_tp + r.comm_cp + r.comm_ep + r.comm_pp +

@@ -13,9 +13,9 @@
 #include "estimators/step_time.hpp"
 
 using namespace meshfit;
-using meshfit::test::make_case;
 using meshfit::test::check_same_memory;
 using meshfit::test::check_same_time;
+using meshfit::test::make_case;
 
 TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
   // Strategies in the search's order: the ZeRO setting outside the recompute mode and the
@@ -97,7 +97,8 @@ TEST_CASE("estimates reused across ZeRO settings equal fresh ones") {
         MemoryReport detailed;
         estimate_memory_into(detailed, totals_scratch, c.model, c.run, c.cluster, c.strategy);
         check_same_memory(detailed, fresh);
-        estimate_step_time_into(reused_time, time_scratch, c.model, c.run, c.cluster, c.strategy, scratch.prepare_plan(c.model, c.strategy));
+        estimate_step_time_into(reused_time, time_scratch, c.model, c.run, c.cluster, c.strategy,
+                                scratch.prepare_plan(c.model, c.strategy));
         check_same_time(reused_time, estimate_step_time(c.model, c.run, c.cluster, c.strategy));
         ++checked;
       }

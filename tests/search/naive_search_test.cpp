@@ -34,21 +34,25 @@ Naive naive_search(const SearchSpace& space, std::size_t k) {
   Naive out;
   std::vector<ScoredStrategy> fitting;
   for (const auto& t : plain.triples()) {
-    plain.for_each(t, [&](const Strategy& s, const Position&) {
-      if (plain.first_failure(s)) return;
-      ++out.valid;
-      const MemoryReport mem = reference_memory(*space.model, *space.run, *space.cluster, s);
-      if (!(mem.peak <= budget)) return;
-      const TimeReport time = reference_step_time(*space.model, *space.run, *space.cluster, s);
-      ScoredStrategy x;
-      x.strategy = s;
-      x.mem = static_cast<std::int64_t>(std::ceil(mem.peak));
-      x.time_ns = std::llround(time.step * 1e9);
-      fitting.push_back(x);
-    }, [](std::size_t, std::int64_t) {});
+    plain.for_each(
+        t,
+        [&](const Strategy& s, const Position&) {
+          if (plain.first_failure(s)) return;
+          ++out.valid;
+          const MemoryReport mem = reference_memory(*space.model, *space.run, *space.cluster, s);
+          if (!(mem.peak <= budget)) return;
+          const TimeReport time = reference_step_time(*space.model, *space.run, *space.cluster, s);
+          ScoredStrategy x;
+          x.strategy = s;
+          x.mem = static_cast<std::int64_t>(std::ceil(mem.peak));
+          x.time_ns = std::llround(time.step * 1e9);
+          fitting.push_back(x);
+        },
+        [](std::size_t, std::int64_t) {});
   }
   out.fitting = static_cast<std::int64_t>(fitting.size());
-  for (const auto& x : fitting) {  // on the front: no other strategy at most as large and faster, or smaller and as fast
+  for (const auto& x :
+       fitting) {  // on the front: no other strategy at most as large and faster, or smaller and as fast
     const bool beaten = std::any_of(fitting.begin(), fitting.end(), [&](const ScoredStrategy& y) {
       return (y.mem <= x.mem && y.time_ns < x.time_ns) || (y.mem < x.mem && y.time_ns <= x.time_ns);
     });

@@ -33,17 +33,20 @@ Counted count_model(const Model& model, std::int64_t devices, std::int64_t seq, 
   space.prune_subtrees = prune;
   Counted c;
   for (const auto& t : space.triples()) {
-    space.for_each(t, [&](const Strategy& s, const Position& at) {
-      c.enumerated += at.weight;
-      // The rule plan's verdict agrees with checking every rule in table order.
-      const auto failure = space.first_failure(s);
-      if ((failure ? slot_index(*failure) : Position::kValid) != at.failed) ++c.disagreements;
-      if (failure) return;
-      REQUIRE(at.weight == 1);
-      ++c.valid;
-      ++c.by_tp[s.tp];
-      ++c.by_pp[s.pp];
-    }, [&](std::size_t, std::int64_t n) { c.enumerated += n; });
+    space.for_each(
+        t,
+        [&](const Strategy& s, const Position& at) {
+          c.enumerated += at.weight;
+          // The rule plan's verdict agrees with checking every rule in table order.
+          const auto failure = space.first_failure(s);
+          if ((failure ? slot_index(*failure) : Position::kValid) != at.failed) ++c.disagreements;
+          if (failure) return;
+          REQUIRE(at.weight == 1);
+          ++c.valid;
+          ++c.by_tp[s.tp];
+          ++c.by_pp[s.pp];
+        },
+        [&](std::size_t, std::int64_t n) { c.enumerated += n; });
   }
   return c;
 }
@@ -116,7 +119,9 @@ TEST_CASE("the rule plan's verdicts on mixture-of-experts spaces (ep and etp loo
   // at the etp level, P4 per micro-batch size).
   PolicySet experts_in_node;
   experts_in_node.on[static_cast<std::size_t>(Policy::ep_in_node)] = true;
-  const Case cases[] = {{&qwen, 8, 32, PolicySet{}}, {&qwen, 8, 32, hard_only}, {&mixtral, 16, 64, PolicySet{}},
+  const Case cases[] = {{&qwen, 8, 32, PolicySet{}},
+                        {&qwen, 8, 32, hard_only},
+                        {&mixtral, 16, 64, PolicySet{}},
                         {&qwen, 12, 24, experts_in_node}};
   for (const Case& k : cases) {
     CAPTURE(k.model->name);
@@ -146,17 +151,20 @@ TEST_CASE("a triple walked within another triple's visit on the same thread leav
   space.cluster = &cluster;
   struct Log {
     std::vector<std::pair<Strategy, std::size_t>> leaves;  // each visit, with its verdict
-    std::array<std::int64_t, kRuleSlots> rejected{};      // the subtrees credited, per rule
+    std::array<std::int64_t, kRuleSlots> rejected{};       // the subtrees credited, per rule
   };
   auto same = [](const Log& a, const Log& b) { return a.leaves == b.leaves && a.rejected == b.rejected; };
   // One visitor type for both walks, so that both are the same instantiation of for_each (each
   // instantiation has its own per-thread storage).
   std::function<void(const std::array<std::int64_t, 3>&, Log&, const std::function<void(std::size_t)>&)> walk;
   walk = [&](const std::array<std::int64_t, 3>& triple, Log& log, const std::function<void(std::size_t)>& inside) {
-    space.for_each(triple, [&](const Strategy& s, const Position& at) {
-      log.leaves.emplace_back(s, at.failed);
-      inside(log.leaves.size());
-    }, [&](std::size_t slot, std::int64_t n) { log.rejected[slot] += n; });
+    space.for_each(
+        triple,
+        [&](const Strategy& s, const Position& at) {
+          log.leaves.emplace_back(s, at.failed);
+          inside(log.leaves.size());
+        },
+        [&](std::size_t slot, std::int64_t n) { log.rejected[slot] += n; });
   };
   const std::function<void(std::size_t)> nothing = [](std::size_t) {};
   // Two triples with different domains (pp, and so the passes) and many visits each.

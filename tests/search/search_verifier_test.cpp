@@ -12,8 +12,11 @@
 using namespace meshfit;
 
 TEST_CASE("verify: the searches' reported strategies agree with fresh estimates") {
-  for (const auto& [model, devices, seq, gb] : std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>>{
-           {"llama-3.1-8b", 16, 4096, 64}, {"mixtral-8x7b", 32, 4096, 128}, {"deepseek-v3", 256, 4096, 1024},
+  for (const auto& [model, devices, seq, gb] :
+       std::vector<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>>{
+           {"llama-3.1-8b", 16, 4096, 64},
+           {"mixtral-8x7b", 32, 4096, 128},
+           {"deepseek-v3", 256, 4096, 1024},
            {test::data_path("models/deepseek-v2-lite.json"), 16, 2048, 64}}) {
     CAPTURE(model);
     RunFlags f;

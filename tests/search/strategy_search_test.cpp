@@ -31,7 +31,8 @@ struct Inputs {
   Cluster cluster;
 };
 
-Inputs inputs(const std::string& model, std::int64_t devices, std::int64_t seq, std::int64_t gb, const std::string& device) {
+Inputs inputs(const std::string& model, std::int64_t devices, std::int64_t seq, std::int64_t gb,
+              const std::string& device) {
   RunFlags f;
   f.seq = seq;
   f.global_batch = gb;
@@ -84,29 +85,29 @@ bool agree(const SearchResult& pruned, const SearchResult& plain) {
 TEST_CASE("the Pareto front: non-dominated points, exact ties kept, fastest first (§6.3)") {
   // (mem, time): (10, 50) and (20, 30) and (30, 10) are the front; (20, 40) and (40, 10) are
   // dominated; (20, 30) appears twice with different keys and both stay.
-  const auto front = pareto_front({point(20, 40, 1), point(10, 50, 2), point(30, 10, 3), point(20, 30, 4),
-                                   point(40, 10, 5), point(20, 30, 6)});
+  const auto front = pareto_front(
+      {point(20, 40, 1), point(10, 50, 2), point(30, 10, 3), point(20, 30, 4), point(40, 10, 5), point(20, 30, 6)});
   REQUIRE(front.size() == 4);
   CHECK(front[0].mem == 30);
   CHECK(front[1].strategy.tp == 4);
   CHECK(front[2].strategy.tp == 6);
   CHECK(front[3].mem == 10);
   // dedupe_ties: one of the two (20, 30) points, the first by key (tp 4).
-  const auto deduped = pareto_front({point(20, 40, 1), point(10, 50, 2), point(30, 10, 3), point(20, 30, 4),
-                                     point(40, 10, 5), point(20, 30, 6)}, true);
+  const auto deduped = pareto_front(
+      {point(20, 40, 1), point(10, 50, 2), point(30, 10, 3), point(20, 30, 4), point(40, 10, 5), point(20, 30, 6)},
+      true);
   REQUIRE(deduped.size() == 3);
   CHECK(deduped[1].strategy.tp == 4);
 }
 
-TEST_CASE("pruning on the micro-batch size and on ZeRO settings whose states overflow changes nothing (many small spaces)") {
+TEST_CASE(
+    "pruning on the micro-batch size and on ZeRO settings whose states overflow changes nothing (many small spaces)") {
   // The last two fit nothing: the closest strategy must survive the pruning too.
-  const Inputs cases[] = {inputs("llama-3.1-8b", 8, 8192, 64, "h100-80gb"),
-                          inputs("llama-3.1-8b", 16, 4096, 32, "a100-40gb"),
-                          inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"),
-                          inputs("llama-3.1-70b", 32, 8192, 64, "h100-80gb"),
-                          inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"),
-                          inputs("mixtral-8x7b", 4, 4096, 16, "a100-40gb"),
-                          inputs("llama-3.1-70b", 8, 8192, 16, "a100-40gb")};
+  const Inputs cases[] = {
+      inputs("llama-3.1-8b", 8, 8192, 64, "h100-80gb"),  inputs("llama-3.1-8b", 16, 4096, 32, "a100-40gb"),
+      inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"), inputs("llama-3.1-70b", 32, 8192, 64, "h100-80gb"),
+      inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"), inputs("mixtral-8x7b", 4, 4096, 16, "a100-40gb"),
+      inputs("llama-3.1-70b", 8, 8192, 16, "a100-40gb")};
   bool saw_empty = false;
   for (const auto& in : cases) {
     CAPTURE(in.model.name);
@@ -148,7 +149,8 @@ TEST_CASE("pruned and plain searches agree on small spaces drawn at random (rule
     return all[std::uniform_int_distribution<std::size_t>(0, all.size() - 1)(draw)];
   };
   for (int i = 0; i < 24; ++i) {
-    const std::string model = pick(std::string("llama-3.1-8b"), std::string("qwen3-30b-a3b"), std::string("mixtral-8x7b"));
+    const std::string model =
+        pick(std::string("llama-3.1-8b"), std::string("qwen3-30b-a3b"), std::string("mixtral-8x7b"));
     const std::int64_t devices = pick(4, 8, 16);
     const std::int64_t seq = pick(2048, 4096, 8192);
     const std::int64_t gb = pick(8, 16, 32, 64);
@@ -173,8 +175,9 @@ TEST_CASE("pruned and plain searches agree on small spaces drawn at random (rule
 TEST_CASE("reusing estimator sides across strategies changes no output (dense, MoE, CP, interleaved)") {
   // Every cache the search keeps per thread (activation and compute sides across ZeRO settings,
   // the (z, G) side across modes and sizes, layer kinds across layouts) against fresh estimates.
-  const Inputs cases[] = {inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"), inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"),
-                          inputs("llama-3.1-8b", 16, 8192, 32, "h100-80gb"), inputs("deepseek-v3", 64, 4096, 256, "h100-80gb")};
+  const Inputs cases[] = {
+      inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"), inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"),
+      inputs("llama-3.1-8b", 16, 8192, 32, "h100-80gb"), inputs("deepseek-v3", 64, 4096, 256, "h100-80gb")};
   for (std::size_t i = 0; i < std::size(cases) + 1; ++i) {
     // The last pass: Mixtral again with DualPipeV listed (its EP and PP traffic is priced apart).
     const Inputs& in = cases[i < std::size(cases) ? i : 0];
@@ -184,7 +187,8 @@ TEST_CASE("reusing estimator sides across strategies changes no output (dense, M
     space.model = &in.model;
     space.run = &in.run;
     space.cluster = &in.cluster;
-    if (i == std::size(cases)) space.pins.schedule = {Schedule::one_f_one_b, Schedule::interleaved_1f1b, Schedule::dualpipev};
+    if (i == std::size(cases))
+      space.pins.schedule = {Schedule::one_f_one_b, Schedule::interleaved_1f1b, Schedule::dualpipev};
     SearchOptions kept, fresh;
     kept.top_k = fresh.top_k = 20;
     fresh.reuse = false;
@@ -202,9 +206,10 @@ TEST_CASE("reusing estimator sides across strategies changes no output (dense, M
 }
 
 TEST_CASE("best-only search (meshfit check) finds the same fastest strategy, estimating fewer") {
-  const Inputs cases[] = {inputs("llama-3.1-8b", 8, 8192, 64, "h100-80gb"), inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"),
-                          inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"), inputs("llama-3.1-70b", 32, 8192, 64, "h100-80gb"),
-                          inputs("llama-3.1-70b", 8, 8192, 16, "a100-40gb")};
+  const Inputs cases[] = {
+      inputs("llama-3.1-8b", 8, 8192, 64, "h100-80gb"), inputs("mixtral-8x7b", 16, 4096, 64, "h100-80gb"),
+      inputs("qwen3-30b-a3b", 8, 4096, 32, "a100-80gb"), inputs("llama-3.1-70b", 32, 8192, 64, "h100-80gb"),
+      inputs("llama-3.1-70b", 8, 8192, 16, "a100-40gb")};
   for (const auto& in : cases) {
     CAPTURE(in.model.name);
     CAPTURE(in.cluster.devices);
@@ -235,7 +240,8 @@ TEST_CASE("best-only search (meshfit check) finds the same fastest strategy, est
 TEST_CASE("rules decided above the leaves give the same counts and histogram with every policy off") {
   // With the policies off, hard rules deep in the table (H16, H19, H22, H23) decide more
   // candidates, and the walk reaches levels it does not reach under the defaults.
-  for (const auto& in : {inputs("mixtral-8x7b", 16, 4096, 32, "h100-80gb"), inputs("llama-3.1-8b", 8, 2048, 16, "h100-80gb")}) {
+  for (const auto& in :
+       {inputs("mixtral-8x7b", 16, 4096, 32, "h100-80gb"), inputs("llama-3.1-8b", 8, 2048, 16, "h100-80gb")}) {
     CAPTURE(in.model.name);
     const SearchResult pruned = search(in, true, false), plain = search(in, false, false);
     CHECK(pruned.enumerated == plain.enumerated);
@@ -263,8 +269,9 @@ TEST_CASE("the same output with 1 and 2 threads") {
 }
 
 TEST_CASE("search CLI: JSON shape, byte-identical output, exit 1 when nothing fits") {
-  const std::vector<std::string> args = {"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8",
-                                         "--seq", "8192", "--global-batch", "64", "--format", "json"};
+  const std::vector<std::string> args = {"search",    "--model",  "llama-3.1-8b", "--device", "h100-80gb",
+                                         "--devices", "8",        "--seq",        "8192",     "--global-batch",
+                                         "64",        "--format", "json"};
   const auto a = meshfit::test::run(args);
   CHECK(a.code == 0);
   CHECK(a.out.find("{\"budget_gib\":79.6474609375,\"front\":[{\"strategy\":{\"dp\":") == 0);
@@ -273,8 +280,8 @@ TEST_CASE("search CLI: JSON shape, byte-identical output, exit 1 when nothing fi
   std::vector<std::string> one_thread = args;
   one_thread.insert(one_thread.end(), {"--threads", "1"});
   CHECK(strip_seconds(meshfit::test::run(one_thread).out) == strip_seconds(a.out));
-  const auto none = meshfit::test::run({"search", "--model", "llama-3.1-405b", "--device", "a100-40gb", "--devices", "8",
-                                        "--seq", "8192", "--global-batch", "8"});
+  const auto none = meshfit::test::run({"search", "--model", "llama-3.1-405b", "--device", "a100-40gb", "--devices",
+                                        "8", "--seq", "8192", "--global-batch", "8"});
   CHECK(none.code == 1);
   CHECK(none.err.find("nothing fits") != std::string::npos);
   const auto bad = meshfit::test::run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8",
@@ -295,8 +302,8 @@ TEST_CASE("search over a range of device counts names the smallest that fits") {
   // One H100 cannot hold 8B parameters' 16+ bytes each, so the answer is above 1.
   CHECK(r.out.find("\"smallest_fitting_devices\":1}") == std::string::npos);
   CHECK(r.out.find("\"smallest_fitting_devices\":null") == std::string::npos);
-  const auto bad = meshfit::test::run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8..4",
-                                       "--seq", "4096", "--global-batch", "32"});
+  const auto bad = meshfit::test::run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices",
+                                       "8..4", "--seq", "4096", "--global-batch", "32"});
   CHECK(bad.code == 2);
   CHECK(bad.err.find("--devices") != std::string::npos);
 }
