@@ -489,8 +489,8 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
                 triples[t],
                 [&](const Strategy& s, const Position& at) {
                   // One triple's walk can last many seconds on the largest spaces: the stop flag is
-                  // read every 1,024 candidates too, so that any search stops within a fraction of one.
-                  if (options.stop && (++polls & 1023) == 0 && options.stop->load()) throw Stopped{};
+                  // read every 64 micro-batch runs too, so that any search stops within a fraction of one.
+                  if (at.first && options.stop && (++polls & 63) == 0 && options.stop->load()) throw Stopped{};
                   if (at.first) scorer.open_run();
                   acc.enumerated += at.weight;
                   if (at.failed != Position::kValid) {
