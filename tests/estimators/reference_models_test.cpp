@@ -51,7 +51,6 @@ std::string difference(const MemoryReport& fast, const MemoryReport& ref) {
   for (std::size_t i = 0; d.str().empty() && i < fast.stages.size() && i < ref.stages.size(); ++i) {
     const StageMemory& a = fast.stages[i];
     const StageMemory& b = ref.stages[i];
-    d << "";
     exact("layers", a.layers, b.layers);
     exact("full_recompute", a.full_recompute, b.full_recompute);
     exact("embedding", a.embedding, b.embedding);
