@@ -13,8 +13,8 @@
 #include "engine/model_config.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
-#include "estimators/memory_model.hpp"
-#include "estimators/step_time.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 #include "search/search_verifier.hpp"
 #include "search/strategy_search.hpp"
 

@@ -30,7 +30,7 @@
 #include "engine/text_format.hpp"
 #include "engine/trainer_export.hpp"
 #include "engine/yaml_fields.hpp"
-#include "estimators/memory_model.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
 #include "search/search_verifier.hpp"
 #include "search/strategy_search.hpp"
 
@@ -172,6 +172,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, policies;
   std::string plot_file, report_file, export_best, export_out, search_file;
   std::int64_t top = 10, threads = 0;
+  std::string prune_off;
   bool no_prune = false, dedupe_ties = false, verify = false;
   po::options_description desc(
       "Usage: meshfit search --model M --device D --devices N --seq S --global-batch B [pins] [options]\n\n"
@@ -195,7 +196,11 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
       "top", po::value(&top)->default_value(10), "how many of the fastest fitting strategies to list (1 to 10,000)")(
       "threads", po::value(&threads)->default_value(0), "worker threads (default 0: all cores; at most 1,024)")(
       "no-prune", po::bool_switch(&no_prune), "estimate every valid strategy (no micro-batch pruning)")(
-      "dedupe-ties", po::bool_switch(&dedupe_ties), "keep one strategy (the first by key) per exact tie on the front")(
+      "prune-off", po::value(&prune_off),
+      "switch the named pruning passes off (list; the output does not change, only the time): rule_subtrees, "
+      "weighted_vpp_tails, micro_batch_bisection, micro_batch_overflow, zero_setting_overflow, dominance_floor, "
+      "top_k_floor")("dedupe-ties", po::bool_switch(&dedupe_ties),
+                     "keep one strategy (the first by key) per exact tie on the front")(
       "verify", po::bool_switch(&verify),
       "re-estimate every reported strategy from scratch and fail (exit 3) on any "
       "difference from the search's figures (also MESHFIT_VERIFY=1)")(
@@ -303,9 +308,15 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
 
   SearchOptions options;
   options.top_k = static_cast<std::size_t>(top);
-  options.prune = !no_prune;
+  // --no-prune: every valid strategy estimated (the enumeration still skips decided subtrees,
+  // which only counts); --prune-off: the passes named switched off (pruning_passes.hpp).
+  options.passes = no_prune ? PruningPasses::none().with(PruningPass::rule_subtrees) : PruningPasses::all();
+  try {
+    options.passes = switch_off(options.passes, prune_off);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(std::string("--prune-off: ") + e.what());
+  }
   options.dedupe_ties = dedupe_ties;
-  space.weighted_tails = !no_prune;
   options.headroom_bytes = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
   const InterruptScope interrupt;
   options.stop = &InterruptScope::requested();

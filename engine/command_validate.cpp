@@ -12,8 +12,8 @@
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
 #include "engine/validation_cases.hpp"
-#include "estimators/memory_model.hpp"
-#include "estimators/step_time.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 
 namespace meshfit {
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <map>
 
 namespace meshfit {
 
@@ -25,25 +24,6 @@ void interleaved_timeline(std::int64_t pp, std::int64_t v, std::int64_t n_wu, st
   }
 }
 
-// The count vectors of a timeline that can hold its first maximum of Σ n·A for any A with every
-// A(i,c) > 0, summed exactly (peak_candidates), in order of first appearance, in one row-major
-// block (states × v): the first maximum over these is the timeline's.
-struct StateSet {
-  std::vector<std::int64_t> counts;
-  std::size_t states = 0;
-  // States 1, 2, … as their changes from the state before, in order: per chunk that changes,
-  // by how much, and on a state's last change, the state's index (0 on the others; the states are
-  // distinct, so each has at least one change). Consecutive states are stretch ends: a change
-  // touches a few chunks, not all v.
-  struct Change {
-    std::uint32_t chunk;
-    std::int32_t by;
-    std::uint32_t completes;
-  };
-  std::vector<Change> changes;
-  std::int64_t most_held = 0;  // the largest Σ_c n(c) over the states
-};
-
 // Which states can hold the first maximum, for every A > 0. During warm-up (j < n_wu) counts only
 // rise, each state the previous plus one, so each warm-up state lies below the next; the first
 // steady state (j = n_wu) is the last warm-up state plus one. With no steady state the last
@@ -52,7 +32,7 @@ struct StateSet {
 // by A(gain) − A(loss): along a stretch where that pair of chunks stays the same the totals form
 // an arithmetic progression, whose first maximum (exact arithmetic) is its first or last state.
 // So the states kept are the ends of those stretches, distinct, in order of first appearance.
-StateSet peak_candidates(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std::int64_t steady) {
+InterleavedStates peak_candidates(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std::int64_t steady) {
   const auto width = static_cast<std::size_t>(v);
   std::vector<std::int64_t> states;  // the steady states in timeline order (or the last warm-up one)
   std::int64_t j = 0;
@@ -70,7 +50,7 @@ StateSet peak_candidates(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std
     }
     return true;
   };
-  StateSet set;
+  InterleavedStates set;
   for (std::size_t k = 0; k < count; ++k) {
     if (inner(k)) continue;
     bool seen = false;
@@ -98,48 +78,25 @@ StateSet peak_candidates(std::int64_t pp, std::int64_t v, std::int64_t n_wu, std
   return set;
 }
 
-// The states of every stage for (pp, v, m), which fix each stage's warm-up and steady length;
-// kept per thread, computed once. Consecutive calls (the stages of one estimate, and estimates
-// that share pp, v and m) find them without a lookup. m enters only through n_fw = m·v, clamped
-// by the warm-up (at most 2(pp−1) + (v−1)·pp, stage 0's) and by one steady period (pp·v): from
-// n_fw = that sum on, every stage's states are the same, so all such m share one entry (key 0).
-const StateSet& candidate_states(std::int64_t pp, std::int64_t v, std::int64_t m, std::int64_t i) {
-  using Key = std::array<std::int64_t, 3>;
-  thread_local std::map<Key, std::vector<StateSet>> cache;
-  thread_local Key last_key{-1, -1, -1};
-  thread_local const std::vector<StateSet>* last = nullptr;
-  const std::int64_t saturated = 2 * (pp - 1) + (v - 1) * pp + pp * v;
-  const bool beyond = m * v >= saturated;
-  const Key key{pp, v, beyond ? 0 : m};
-  if (key != last_key) {
-    auto it = cache.find(key);
-    if (it == cache.end()) {
-      std::vector<StateSet> stages;
-      const std::int64_t n_fw = beyond ? saturated : m * v;
-      for (std::int64_t stage = 0; stage < pp; ++stage) {
-        const std::int64_t n_wu = std::min(2 * (pp - stage - 1) + (v - 1) * pp, n_fw);
-        stages.push_back(peak_candidates(pp, v, n_wu, std::min(n_fw - n_wu, pp * v)));
-      }
-      it = cache.emplace(key, std::move(stages)).first;
-    }
-    last_key = key;
-    last = &it->second;
-  }
-  return (*last)[static_cast<std::size_t>(i)];
-}
-
 // `counts` (n(i,c) at the peak) is left alone when null.
-double interleaved(std::vector<std::int64_t>* counts, const Strategy& s, std::int64_t i, const std::vector<double>& A) {
+// `states`: stage i's candidate states, made here when null.
+double interleaved(std::vector<std::int64_t>* counts, const Strategy& s, std::int64_t i, const std::vector<double>& A,
+                   const InterleavedStates* states) {
   const std::int64_t pp = s.pp, v = s.vpp, m = s.num_microbatches;
   const std::int64_t n_fw = m * v;
   const std::int64_t n_wu = std::min(2 * (pp - i - 1) + (v - 1) * pp, n_fw);
   const std::int64_t steady = std::min(n_fw - n_wu, pp * v);
   const auto width = static_cast<std::size_t>(v);
+  InterleavedStates made;
+  if (!states) {
+    made = peak_candidates(pp, v, n_wu, steady);
+    states = &made;
+  }
   // Whole positive byte counts whose every sum Σ n·A stays below 2^53 are added exactly by
   // doubles, in any order: the candidate states then hold the first maximum (peak_candidates),
   // and each state's total is the previous one's plus its few changes, in integers, equal bit
   // for bit to the sum over the chunks that the timeline below makes.
-  const StateSet& set = candidate_states(pp, v, m, i);
+  const InterleavedStates& set = *states;
   constexpr double kExact = 9007199254740992.0;  // 2^53
   const double limit = kExact / static_cast<double>(std::max<std::int64_t>(set.most_held, 1));
   bool whole = true;
@@ -154,7 +111,7 @@ double interleaved(std::vector<std::int64_t>* counts, const Strategy& s, std::in
   if (whole) {
     std::size_t best = 0;
     std::int64_t top = exact;
-    for (const StateSet::Change& change : set.changes) {
+    for (const InterleavedStates::Change& change : set.changes) {
       exact += change.by * static_cast<std::int64_t>(A[change.chunk]);
       // Strictly greater: the first time a peak is reached (ruling 1).
       if (change.completes != 0 && exact > top) {
@@ -182,34 +139,55 @@ double interleaved(std::vector<std::int64_t>* counts, const Strategy& s, std::in
   return peak;
 }
 
+// n(i,c) of the schedules whose counts are a closed form (all but interleaved 1F1B with pp > 1).
+std::int64_t closed_form_count(const Strategy& s, std::int64_t i, std::size_t c) {
+  if (s.pp == 1) return 1;  // §8.5: gradient accumulation runs micro-batches one after another
+  switch (s.schedule) {
+    case Schedule::gpipe: return s.num_microbatches;                 // §8.2
+    case Schedule::dualpipev: return c == 0 ? 2 * s.pp - 1 - i : i;  // §8.4, SAPP-ND's counts
+    default: return std::min(s.pp - i, s.num_microbatches);          // §8.1: 1F1B and ZB-H1
+  }
+}
+
+bool interleaved_schedule(const Strategy& s) { return s.pp > 1 && s.schedule == Schedule::interleaved_1f1b; }
+
 }  // namespace
 
-double in_flight_into(std::vector<std::int64_t>& counts, const Strategy& s, std::int64_t i,
-                      const std::vector<double>& A) {
-  const std::int64_t m = s.num_microbatches;
-  if (s.pp == 1) {  // §8.5: gradient accumulation runs micro-batches one after another
-    counts.assign(A.size(), 1);
-  } else {
-    switch (s.schedule) {
-      case Schedule::interleaved_1f1b: return interleaved(&counts, s, i, A);
-      case Schedule::gpipe: counts.assign(A.size(), m); break;  // §8.2
-      case Schedule::dualpipev:                                 // §8.4, SAPP-ND's counts
-        counts.assign({2 * s.pp - 1 - i, i});
-        break;
-      default:  // §8.1: 1F1B and ZB-H1
-        counts.assign(A.size(), std::min(s.pp - i, m));
-    }
+std::int64_t interleaved_states_m(std::int64_t pp, std::int64_t v, std::int64_t m) {
+  const std::int64_t saturated = 2 * (pp - 1) + (v - 1) * pp + pp * v;
+  return m * v >= saturated ? 0 : m;
+}
+
+std::vector<InterleavedStates> interleaved_states(std::int64_t pp, std::int64_t v, std::int64_t m) {
+  const std::int64_t saturated = 2 * (pp - 1) + (v - 1) * pp + pp * v;
+  const std::int64_t n_fw = std::min(m * v, saturated);
+  std::vector<InterleavedStates> stages;
+  for (std::int64_t stage = 0; stage < pp; ++stage) {
+    const std::int64_t n_wu = std::min(2 * (pp - stage - 1) + (v - 1) * pp, n_fw);
+    stages.push_back(peak_candidates(pp, v, n_wu, std::min(n_fw - n_wu, pp * v)));
   }
+  return stages;
+}
+
+double in_flight_into(std::vector<std::int64_t>& counts, const Strategy& s, std::int64_t i,
+                      const std::vector<double>& A, const InterleavedStates* states) {
+  if (interleaved_schedule(s)) return interleaved(&counts, s, i, A, states);
+  counts.resize(A.size());
   double peak = 0;
-  for (std::size_t c = 0; c < A.size(); ++c) peak += static_cast<double>(counts[c]) * A[c];
+  for (std::size_t c = 0; c < A.size(); ++c) {
+    counts[c] = closed_form_count(s, i, c);
+    peak += static_cast<double>(counts[c]) * A[c];
+  }
   return peak;
 }
 
-double in_flight_peak(const Strategy& s, std::int64_t i, const std::vector<double>& A) {
-  if (s.pp > 1 && s.schedule == Schedule::interleaved_1f1b) return interleaved(nullptr, s, i, A);
-  // The other schedules' counts are a closed form: the same sum as in_flight_into, without them.
-  thread_local std::vector<std::int64_t> counts;
-  return in_flight_into(counts, s, i, A);
+double in_flight_peak(const Strategy& s, std::int64_t i, const std::vector<double>& A,
+                      const InterleavedStates* states) {
+  if (interleaved_schedule(s)) return interleaved(nullptr, s, i, A, states);
+  // The same sum as in_flight_into's, without keeping the counts.
+  double peak = 0;
+  for (std::size_t c = 0; c < A.size(); ++c) peak += static_cast<double>(closed_form_count(s, i, c)) * A[c];
+  return peak;
 }
 
 InFlight in_flight(const Strategy& s, std::int64_t i, const std::vector<double>& A) {

@@ -5,7 +5,7 @@
 // composes the per-term functions (activation_census, layer_activations, model_states,
 // backward_transients, overheads, sapp_nd_rules) and nothing else of the fast path.
 //
-// estimate_memory (memory_model.cpp) computes the same figures with its reuse across strategies;
+// estimate_memory (memory_evaluator.cpp) computes the same figures with its reuse across strategies;
 // tests/estimators/reference_models_test.cpp holds the two together on thousands of strategies.
 // Where they differ it is in the last bits of a sum: the fast path adds a run of n equal layers
 // as n·x, this walk adds x n times (the test's tolerance, 1e-12 relative, says so).

@@ -4,7 +4,7 @@
 // (data_parallel_time.hpp) and the step from the stages (step_totals.hpp). No layout plan, twin
 // stage, cache, memo or scratch.
 //
-// estimate_step_time (step_time.cpp) computes the same figures with its reuse across strategies;
+// estimate_step_time (step_time_evaluator.cpp) computes the same figures with its reuse across strategies;
 // tests/estimators/reference_models_test.cpp holds the two together. The fast path adds a
 // stage's n equal layers as n·t, this walk adds t n times: they agree to 1e-12 relative.
 #pragma once

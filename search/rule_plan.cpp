@@ -1,7 +1,6 @@
 #include "search/rule_plan.hpp"
 
 #include <algorithm>
-#include <map>
 
 #include "search/search_space.hpp"
 
@@ -118,17 +117,6 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
     }
   }
   return plan;
-}
-
-const RulePlan& rule_plan_for(const SearchSpace& space, bool etp_domain_ok) {
-  std::uint32_t on = 0;
-  for (std::size_t i = 0; i < kPolicyCount; ++i) on |= space.policies.enabled(static_cast<Policy>(i)) ? 1u << i : 0u;
-  const std::array<std::uint32_t, 4> key{space.pins.given(), on, space.model->is_moe() ? 1u : 0u,
-                                         etp_domain_ok ? 1u : 0u};
-  thread_local std::map<std::array<std::uint32_t, 4>, RulePlan> plans;  // stable references
-  auto it = plans.find(key);
-  if (it == plans.end()) it = plans.emplace(key, make_rule_plan(space, etp_domain_ok)).first;
-  return it->second;
 }
 
 std::size_t first_failing(const SearchSpace& space, const RulePlan& plan, int level, bool per_b, const Strategy& s,

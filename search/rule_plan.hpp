@@ -55,10 +55,6 @@ struct RulePlan {
 // `etp_domain_ok`: every etp the enumeration takes passes H5's expert-width clause, so H5 is
 // decided by its tp clause at the triple. A dense model's ep = etp = 1 throughout.
 RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok);
-// The same plan, made once per thread for each setting of what it reads (the pinned dimensions,
-// the policies switched on, whether the model has experts, etp_domain_ok): the enumeration asks
-// for it per triple.
-const RulePlan& rule_plan_for(const SearchSpace& space, bool etp_domain_ok);
 
 // The first failing rule index (into plan.rules, below `bound`) among the rules of `level` that
 // read b (`per_b`) or do not; RulePlan::kNone if none fails.

@@ -52,6 +52,8 @@ struct Position {
   static constexpr std::size_t kValid = SIZE_MAX;
 };
 
+struct TripleWalkStorage;
+
 struct SearchSpace {
   const Model* model = nullptr;
   const Run* run = nullptr;
@@ -70,6 +72,10 @@ struct SearchSpace {
   // `reject(slot_index, count)` gets its candidates instead, credited as ruling 7 says.
   template <class Visit, class Reject>
   void for_each(const std::array<std::int64_t, 3>& triple, Visit&& visit, Reject&& reject) const;
+  // The same, working in the caller's `storage` (search_space_enumerate.hpp), made for this space.
+  template <class Visit, class Reject>
+  void for_each(const std::array<std::int64_t, 3>& triple, TripleWalkStorage& storage, Visit&& visit,
+                Reject&& reject) const;
   // The first failing rule in table order, or nullopt for a valid candidate.
   std::optional<RuleSlot> first_failure(const Strategy& s) const;
   bool slot_holds(std::size_t slot_index, const Strategy& s) const;

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "search/rule_walk.hpp"
 #include "search/triple_domains.hpp"
@@ -25,29 +28,34 @@ std::int64_t count_allowed(const std::vector<T>& pins, const std::vector<T>& dom
 }
 }  // namespace space_detail
 
+// What the walk of a triple works in, kept by its caller from triple to triple so that a walk
+// allocates nothing once warm (the search keeps one per thread). It serves one space: its rule
+// plans are that space's.
+struct TripleWalkStorage {
+  TripleDomains domains;
+  space_detail::RuleWalkState walk;
+  std::array<std::optional<RulePlan>, 2> plans;  // by etp_domain_ok, made on first use
+
+  const RulePlan& plan(const SearchSpace& space, bool etp_domain_ok) {
+    std::optional<RulePlan>& p = plans[etp_domain_ok ? 1 : 0];
+    if (!p) p = make_rule_plan(space, etp_domain_ok);
+    return *p;
+  }
+};
+
 template <class Visit, class Reject>
 void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, Visit&& visit, Reject&& reject) const {
+  TripleWalkStorage storage;
+  for_each(triple, storage, std::forward<Visit>(visit), std::forward<Reject>(reject));
+}
+
+template <class Visit, class Reject>
+void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, TripleWalkStorage& storage, Visit&& visit,
+                           Reject&& reject) const {
   using space_detail::allowed;
-  // The domains under this triple and the rule walk's state, in storage this thread keeps from
-  // triple to triple (a walk started within another's visit on the same thread, should one ever
-  // be, gets its own).
-  struct Storage {
-    TripleDomains domains;
-    space_detail::RuleWalkState walk;
-  };
-  thread_local Storage kept;
-  thread_local bool kept_in_use = false;
-  Storage nested;
-  Storage& storage = kept_in_use ? nested : kept;
-  struct InUse {
-    bool& flag;
-    const bool was;
-    ~InUse() { flag = was; }
-  } in_use{kept_in_use, kept_in_use};
-  kept_in_use = true;
   TripleDomains& d = storage.domains;
   d.fill(*this, triple);
-  const RulePlan& plan = rule_plan_for(*this, d.etp_domain_ok);
+  const RulePlan& plan = storage.plan(*this, d.etp_domain_ok);
 
   Strategy s;
   s.tp = d.tp;

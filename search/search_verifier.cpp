@@ -4,10 +4,10 @@
 #include <cmath>
 #include <sstream>
 
-#include "estimators/memory_model.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
 #include "estimators/reference_memory.hpp"
 #include "estimators/reference_step_time.hpp"
-#include "estimators/step_time.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 
 namespace meshfit {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "estimators/memory_model.hpp"
-#include "estimators/step_time.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 #include "search/strategy_key.hpp"
 
 namespace meshfit {

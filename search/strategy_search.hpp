@@ -1,6 +1,7 @@
-// The search: every candidate of the space checked against the rules, the valid ones scored with
-// the memory and step-time models in parallel (oneTBB), the fitting ones reduced to the Pareto
-// front and the top-k (docs/spec/search-and-time.md §6). Memory stays bounded by the front and k.
+// The search: the space's candidates (search_space.hpp) walked triple by triple in parallel
+// (oneTBB), the valid ones scored by the evaluator (strategy_scorer.hpp), the fitting ones reduced
+// to the Pareto front (pareto_front.hpp) and the top-k (docs/spec/search-and-time.md §6). Memory
+// stays bounded by the front and k.
 #pragma once
 
 #include <array>
@@ -11,19 +12,12 @@
 #include <vector>
 
 #include "search/fit_cloud.hpp"
+#include "search/pareto_front.hpp"
+#include "search/pruning_passes.hpp"
+#include "search/scored_strategy.hpp"
 #include "search/search_space.hpp"
 
 namespace meshfit {
-
-struct ScoredStrategy {
-  Strategy strategy;
-  std::int64_t mem = 0;      // ⌈M_peak⌉ in bytes (§6.3)
-  std::int64_t time_ns = 0;  // llround(T·10^9)
-  double peak_bytes = 0;
-  std::int64_t peak_stage = 0;
-  double step_s = 0, tokens_per_sec_per_device = 0, mfu = 0;
-  bool dominated = false;  // in top-k: not on the front
-};
 
 struct SearchResult {
   double budget = 0;
@@ -39,29 +33,22 @@ struct SearchResult {
 
 struct SearchOptions {
   std::size_t top_k = 10;
-  // Provable skips (the output is that of the plain search): a micro-batch run's fitting prefix
-  // found by bisection (its peak is non-decreasing in b), fitting strategies that floors show
-  // dominated and out of the top-k counted without estimates, ZeRO settings whose model states
-  // alone overflow skipped.
-  bool prune = true;
+  // The provable skips (pruning_passes.hpp), each of which leaves the output that of the plain
+  // search: all on, or some switched off to check that.
+  PruningPasses passes = PruningPasses::all();
   double headroom_bytes = 0;
   bool collect_cloud = false;  // fill SearchResult::cloud (for --plot and --report)
   // Only the top-k is wanted (meshfit check): no front, and a strategy whose step-time floor
-  // (step_time.hpp) is above the k-th fastest found so far is not estimated, so `fitting` counts
+  // (step_time_evaluator.hpp) is above the k-th fastest found so far is not estimated, so `fitting` counts
   // only the fitting strategies estimated. With top_k = 1 the fastest found by any thread bounds.
   bool best_only = false;
-  bool dedupe_ties = false;
-  // Reuse the estimators' per-thread sides across strategies (zero_free_memo.hpp, the memory
-  // model's StaticSide and KindCache); off only to check that reuse changes nothing.
-  bool reuse = true;                        // §6.3's option: one strategy per exact (memory, time) tie on the front
-  const std::atomic<bool>* stop = nullptr;  // set by a signal handler: finish early, marked
+  bool dedupe_ties = false;  // §6.3's option: one strategy per exact (memory, time) tie on the front
+  // Reuse the evaluator's sides across strategies (zero_free_memo.hpp, the memory evaluator's
+  // StaticSide and KindCache); off only to check that reuse changes nothing.
+  bool reuse = true;
+  const std::atomic<bool>* stop = nullptr;                 // set by a signal handler: finish early, marked
   std::function<void(std::size_t, std::size_t)> progress;  // (triples done, triples) from any thread
 };
-
-bool score_less(const ScoredStrategy& a, const ScoredStrategy& b);  // (time, mem, key)
-// §6.3's sweep over fitting strategies: the non-dominated ones, exact ties kept (all of them in
-// key order, or with `dedupe_ties` only the first).
-std::vector<ScoredStrategy> pareto_front(std::vector<ScoredStrategy> fitting, bool dedupe_ties = false);
 
 SearchResult run_search(const SearchSpace& space, const SearchOptions& options);
 

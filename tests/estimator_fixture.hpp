@@ -11,7 +11,7 @@
 #include "engine/model_config.hpp"
 #include "engine/run_config.hpp"
 #include "engine/strategy_string.hpp"
-#include "estimators/memory_model.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
 #include "estimators/strategy_rules.hpp"
 #include <map>
 

@@ -15,8 +15,8 @@
 #include "engine/device_config.hpp"
 #include "engine/model_config.hpp"
 #include "engine/run_config.hpp"
-#include "estimators/memory_model.hpp"
-#include "estimators/step_time.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 #include "search/search_space.hpp"
 
 namespace {

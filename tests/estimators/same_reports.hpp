@@ -4,7 +4,7 @@
 
 #include <doctest/doctest.h>
 
-#include "estimators/memory_model.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
 #include "estimators/time_report.hpp"
 
 namespace meshfit::test {

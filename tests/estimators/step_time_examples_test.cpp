@@ -6,7 +6,7 @@
 
 #include "estimator_fixture.hpp"
 #include "estimators/layer_time.hpp"
-#include "estimators/step_time.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 
 using namespace meshfit;
 using meshfit::test::make_case;

@@ -5,7 +5,7 @@
 #include "engine/model_config.hpp"
 #include "engine/run_config.hpp"
 #include "engine/strategy_string.hpp"
-#include "estimators/memory_model.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
 #include "fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "engine/device_config.hpp"
 #include "engine/model_config.hpp"
@@ -110,14 +111,37 @@ TEST_CASE("the search's output is the naive search's on small spaces") {
     space.run = &run;
     space.cluster = &cluster;
     if (spec.policies_off) space.policies.on.fill(false);
-    SearchOptions o;
-    o.top_k = 10;
-    const SearchResult real = run_search(space, o);
-    const Naive naive = naive_search(space, o.top_k);
-    CHECK(real.valid == naive.valid);
-    CHECK(real.fitting == naive.fitting);
+    const Naive naive = naive_search(space, 10);
     CHECK(!naive.front.empty());  // each space has fitting strategies (784,000 valid over the ten)
-    expect_same(real.front, naive.front, "front");
-    expect_same(real.top, naive.top, "top");
+    // Every pass on, then each pruning pass off alone (pruning_passes.hpp): the same output.
+    std::vector<std::optional<PruningPass>> variants{std::nullopt};
+    for (std::size_t p = 0; p < kPruningPassCount; ++p) variants.emplace_back(static_cast<PruningPass>(p));
+    for (const auto& off : variants) {
+      CAPTURE(off ? pass_name(*off) : "none off");
+      SearchOptions o;
+      o.top_k = 10;
+      if (off) o.passes = o.passes.without(*off);
+      const SearchResult real = run_search(space, o);
+      CHECK(real.valid == naive.valid);
+      CHECK(real.fitting == naive.fitting);
+      expect_same(real.front, naive.front, "front");
+      expect_same(real.top, naive.top, "top");
+      // Best-only (meshfit check): the same top-k, whatever it skipped.
+      o.best_only = true;
+      expect_same(run_search(space, o).top, naive.top, "best-only top");
+    }
   }
+}
+
+TEST_CASE("pruning passes are named, and a list of names switches them off") {
+  CHECK(pass_name(PruningPass::dominance_floor) == "dominance_floor");
+  CHECK(pass_named("micro_batch_bisection") == PruningPass::micro_batch_bisection);
+  CHECK(!pass_named("bisection"));
+  const PruningPasses two = switch_off(PruningPasses::all(), "dominance_floor,top_k_floor");
+  CHECK(!two.enabled(PruningPass::dominance_floor));
+  CHECK(!two.enabled(PruningPass::top_k_floor));
+  CHECK(two.enabled(PruningPass::rule_subtrees));
+  CHECK(two == PruningPasses::all().without(PruningPass::dominance_floor).without(PruningPass::top_k_floor));
+  CHECK_THROWS_WITH_AS(switch_off(PruningPasses::all(), "dominance_floor,nosuch"),
+                       doctest::Contains("unknown pruning pass 'nosuch'"), std::invalid_argument);
 }

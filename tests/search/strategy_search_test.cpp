@@ -48,7 +48,7 @@ SearchResult search(const Inputs& in, bool prune, bool policies_on = true) {
   space.weighted_tails = prune;
   space.prune_subtrees = prune;
   SearchOptions o;
-  o.prune = prune;
+  o.passes = prune ? PruningPasses::all() : PruningPasses::none();
   return run_search(space, o);
 }
 
@@ -121,7 +121,7 @@ TEST_CASE(
 
 TEST_CASE("pruning changes nothing where the peak may fall as b rises (the seed's gradient-clipping case)") {
   // §9.9's seed special case, under --rules sapp-nd or grad_clip_model: seed, lets a fully
-  // recomputed layer's contribution drop as b rises (memory_model.hpp), so the micro-batch runs
+  // recomputed layer's contribution drop as b rises (memory_evaluator.hpp), so the micro-batch runs
   // of full recompute are not bisected there. Before: the first case counted 2 strategies too many
   // as fitting, the second stopped on "a micro-batch run whose peak falls as b rises".
   Inputs seed_rules = inputs("qwen3-30b-a3b", 8, 8192, 8, "h100-80gb");

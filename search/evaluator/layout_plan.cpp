@@ -1,4 +1,4 @@
-#include "estimators/layout_plan.hpp"
+#include "search/evaluator/layout_plan.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // The search reuses a strategy's activation side (memory) and compute side (step time) across
-// ZeRO settings (estimators/zero_free_memo.hpp). A reused estimate must equal a fresh one in every
+// ZeRO settings (search/evaluator/zero_free_memo.hpp). A reused estimate must equal a fresh one in every
 // reported field, whatever came before it in the same scratch; and the search's estimate of the
 // totals alone (no stage detail) the fresh one's totals.
 #include <doctest/doctest.h>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "estimator_fixture.hpp"
-#include "same_reports.hpp"
-#include "estimators/step_time.hpp"
+#include "estimators/same_reports.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 
 using namespace meshfit;
 using meshfit::test::check_same_memory;

@@ -1,5 +1,5 @@
 // The slot of a key in the estimators' direct-mapped per-search tables (the layer kinds'
-// activations, memory_model.hpp's KindCache; their times, step_time.hpp's LayerTimeCache).
+// activations, memory_evaluator.hpp's KindCache; their times, step_time_evaluator.hpp's LayerTimeCache).
 #pragma once
 
 #include <array>

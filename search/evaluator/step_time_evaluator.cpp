@@ -1,4 +1,4 @@
-#include "estimators/step_time.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/pipeline_schedule.hpp"
 #include "estimators/rank_layout.hpp"
-#include "estimators/slot_hash.hpp"
+#include "search/evaluator/slot_hash.hpp"
 #include "estimators/strategy_rules.hpp"
 
 namespace meshfit {
@@ -170,11 +170,11 @@ void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t contex
     sc.embedding = ps.embedding;
     sc.head = ps.head;
   }
-  // step_time_floor (step_time.hpp): the makespan over each τ_i without its ZeRO exposure (summed
+  // step_time_floor (step_time_evaluator.hpp): the makespan over each τ_i without its ZeRO exposure (summed
   // as estimate_step_time_into sums τ_i, without its last term comm_zero ≥ 0), and no tail.
   side.floor = 0;
   if (s.schedule != Schedule::dualpipev) {
-    thread_local std::vector<StageTime> floor_stages;
+    std::vector<StageTime>& floor_stages = side.floor_stages;
     floor_stages.resize(side.stages.size());
     for (std::size_t i = 0; i < side.stages.size(); ++i) {
       StageTime& st = floor_stages[i];

@@ -9,12 +9,12 @@
 #include "estimators/device.hpp"
 #include "estimators/layer_time.hpp"
 #include "estimators/model.hpp"
-#include "estimators/layout_plan.hpp"
+#include "search/evaluator/layout_plan.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/run.hpp"
 #include "estimators/strategy.hpp"
 #include "estimators/time_report.hpp"
-#include "estimators/zero_free_memo.hpp"
+#include "search/evaluator/zero_free_memo.hpp"
 
 namespace meshfit {
 
@@ -29,8 +29,9 @@ struct StageCompute {
 };
 struct ComputeSide {
   std::vector<StageCompute> stages;
-  double model_flops = 0;  // F_model = 3·gb·F_seq (for MFU), the same for every strategy
-  double floor = 0;        // step_time_floor's value, the same for every (z, G)
+  double model_flops = 0;               // F_model = 3·gb·F_seq (for MFU), the same for every strategy
+  double floor = 0;                     // step_time_floor's value, the same for every (z, G)
+  std::vector<StageTime> floor_stages;  // the stages' times without their ZeRO exposure (storage)
 };
 
 // The layer kinds' times read only tp, SP, CP (its algorithm and Ulysses degree), ep, etp, b and

@@ -3,20 +3,22 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "estimators/device.hpp"
+#include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
-#include "estimators/layout_plan.hpp"
+#include "search/evaluator/layout_plan.hpp"
 #include "estimators/memory_report.hpp"
 #include "estimators/model.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/run.hpp"
 #include "estimators/strategy.hpp"
-#include "estimators/zero_free_memo.hpp"
+#include "search/evaluator/zero_free_memo.hpp"
 
 namespace meshfit {
 
@@ -108,6 +110,34 @@ struct ActivationSide {
   bool counts = false;                   // the stages' in-flight counts made (the search's totals read none)
 };
 
+// A chunk's figures that a twin chunk (same runs, layout_plan.hpp) copies instead of walking its
+// runs: its kept bytes, its first largest Tr_layer base per kind (the run, counted from the
+// chunk's first, and the candidate's place among the chunk's, −1: none of the kind), its largest
+// attention transient, and the grad-clip seed's full-layer figures.
+struct ChunkWalk {
+  static constexpr double kNone = -std::numeric_limits<double>::infinity();
+  double A = 0;
+  std::array<double, 2> best{kNone, kNone};
+  std::array<std::int64_t, 2> best_run{-1, -1}, best_offset{0, 0};
+  double tr_attn = 0;
+  std::array<std::int64_t, 2> full_layers{};
+  double full_kept = 0;
+};
+
+// The interleaved 1F1B timelines' candidate states (in_flight.hpp) met by one scratch, made once
+// per (pp, v, m) and found again without a lookup while consecutive estimates share them.
+class InterleavedStateTable {
+ public:
+  // Stage `stage`'s states under `s`, or null where the schedule's counts are a closed form.
+  const InterleavedStates* of(const Strategy& s, std::int64_t stage);
+
+ private:
+  using Key = std::array<std::int64_t, 3>;  // pp, v, interleaved_states_m
+  std::map<Key, std::vector<InterleavedStates>> made_;
+  Key last_key_{-1, -1, -1};
+  const std::vector<InterleavedStates>* last_ = nullptr;
+};
+
 // Storage an estimate works in. A caller that estimates many strategies (the search) keeps one
 // per thread with its MemoryReport, so that an estimate allocates nothing once warm; setting
 // `memo_context` (zero_free_memo.hpp) also reuses the activation side across (z, G).
@@ -162,6 +192,8 @@ struct MemoryScratch {
   void switch_layout(const Model& model, const Run& run, const Strategy& s);
   bool walk_every_chunk = false;  // no twin chunks copied (layout_plan.hpp): the tests' reference
   ActivationSide side;            // used when there is no memo
+  std::vector<ChunkWalk> walks;   // the walked chunks' figures, by chunk index (activation_side)
+  InterleavedStateTable interleaved;
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;
   StaticSide statics;

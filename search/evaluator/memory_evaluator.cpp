@@ -1,4 +1,4 @@
-#include "estimators/memory_model.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,13 +9,13 @@
 #include "estimators/backward_transients.hpp"
 #include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
-#include "estimators/layout_plan.hpp"
+#include "search/evaluator/layout_plan.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/overheads.hpp"
 #include "estimators/parameter_counts.hpp"
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/sapp_nd_rules.hpp"
-#include "estimators/slot_hash.hpp"
+#include "search/evaluator/slot_hash.hpp"
 #include "estimators/strategy_rules.hpp"
 
 namespace meshfit {
@@ -46,23 +46,12 @@ bool grad_clip_adjusts(const Run& run) {
   return run.options.grad_clip && (run.rules == Rules::sapp_nd || run.options.grad_clip_seed);
 }
 
-// A chunk's figures that a twin chunk (same runs, layout_plan.hpp) copies instead of walking its
-// runs: its kept bytes, its first largest Tr_layer base per kind (the run, counted from the
-// chunk's first, and the candidate's place among the chunk's, −1: none of the kind), its largest
-// attention transient, and the grad-clip seed's full-layer figures.
-struct ChunkWalk {
-  double A = 0;
-  std::array<double, 2> best{kNone, kNone};
-  std::array<std::int64_t, 2> best_run{-1, -1}, best_offset{0, 0};
-  double tr_attn = 0;
-  std::array<std::int64_t, 2> full_layers{};
-  double full_kept = 0;
-};
-
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9); the in-flight
 // counts per chunk only with `counts`.
-void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* cache, std::uint64_t context,
-                     const Model& m, const Run& run, const Device& dev, const Strategy& s, bool counts) {
+// `walks` and `states` are the scratch's (their storage kept from estimate to estimate).
+void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, InterleavedStateTable& states,
+                     const LayoutPlan& plan, KindCache* cache, std::uint64_t context, const Model& m, const Run& run,
+                     const Device& dev, const Strategy& s, bool counts) {
   side.counts = counts;
   const bool seed = run.rules == Rules::sapp_nd;
   const RunOptions& o = run.options;
@@ -159,8 +148,7 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
     }
     attn_tp[ki] = n_cp * k.census.w_att_tp;
   }
-  // The walked chunks' figures (layout_plan.hpp's twins), by chunk index; storage kept per thread.
-  thread_local std::vector<ChunkWalk> walks;
+  // The walked chunks' figures (layout_plan.hpp's twins), by chunk index.
   if (walks.size() < plan.chunks.size()) walks.resize(plan.chunks.size());
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageActivations& a = side.stages[static_cast<std::size_t>(i)];
@@ -330,8 +318,9 @@ void activation_side(ActivationSide& side, const LayoutPlan& plan, KindCache* ca
       }
       st.activations = peak;
     } else {
-      st.activations =
-          counts ? in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes) : in_flight_peak(s, i, st.chunk_bytes);
+      const InterleavedStates* timeline = states.of(s, i);
+      st.activations = counts ? in_flight_into(st.chunk_inflight, s, i, st.chunk_bytes, timeline)
+                              : in_flight_peak(s, i, st.chunk_bytes, timeline);
     }
     st.tr_attn = tr_attn;
     st.tr_logits = st.head ? tr_logits : 0;
@@ -718,6 +707,18 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
 
 }  // namespace
 
+const InterleavedStates* InterleavedStateTable::of(const Strategy& s, std::int64_t stage) {
+  if (s.pp == 1 || s.schedule != Schedule::interleaved_1f1b) return nullptr;
+  const Key key{s.pp, s.vpp, interleaved_states_m(s.pp, s.vpp, s.num_microbatches)};
+  if (key != last_key_ || !last_) {
+    auto it = made_.find(key);
+    if (it == made_.end()) it = made_.emplace(key, interleaved_states(s.pp, s.vpp, s.num_microbatches)).first;
+    last_key_ = key;
+    last_ = &it->second;
+  }
+  return &(*last_)[static_cast<std::size_t>(stage)];
+}
+
 bool peak_rises_with_micro_batch(const Run& run, const Strategy& s) {
   return !(grad_clip_adjusts(run) && s.recompute == Recompute::full);
 }
@@ -791,7 +792,7 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   // Only what finish_totals adds up is wanted without stage detail (finish's totals_only).
   const bool counts = stage_detail || seed || grad_clip_adjusts(run) || dualpipev_overlap(s);
   if (context == 0) {
-    activation_side(scratch.side, plan, nullptr, 0, m, run, dev, s, counts);
+    activation_side(scratch.side, scratch.walks, scratch.interleaved, plan, nullptr, 0, m, run, dev, s, counts);
     finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s,
            scratch.layout(), plan, headroom_bytes);
     return;
@@ -799,7 +800,9 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   bool fresh = false;
   ActivationSide& side = scratch.memo.find(context, s, fresh);
   // A side kept without counts is made again when they are wanted (the same figures, and them).
-  if (fresh || (counts && !side.counts)) activation_side(side, plan, &scratch.kinds, context, m, run, dev, s, counts);
+  if (fresh || (counts && !side.counts)) {
+    activation_side(side, scratch.walks, scratch.interleaved, plan, &scratch.kinds, context, m, run, dev, s, counts);
+  }
   finish(report, scratch.spare_stages, stage_detail, side, scratch.statics, context, m, run, dev, s, scratch.layout(),
          plan, headroom_bytes);
 }

@@ -1,4 +1,4 @@
-// The layout plan (estimators/layout_plan.hpp): its per-stage layer counts, and its twin chunks —
+// The layout plan (search/evaluator/layout_plan.hpp): its per-stage layer counts, and its twin chunks —
 // chunks whose runs match an earlier chunk's, whose activations the memory model copies instead of
 // walking again. A copy must give exactly the estimate of walking every chunk.
 #include <doctest/doctest.h>
@@ -7,10 +7,10 @@
 #include <string>
 
 #include "estimator_fixture.hpp"
-#include "same_reports.hpp"
-#include "estimators/layout_plan.hpp"
+#include "estimators/same_reports.hpp"
+#include "search/evaluator/layout_plan.hpp"
 #include "estimators/pipeline_layout.hpp"
-#include "estimators/step_time.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 
 using namespace meshfit;
 using meshfit::test::make_case;

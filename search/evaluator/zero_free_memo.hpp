@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "estimators/slot_hash.hpp"
+#include "search/evaluator/slot_hash.hpp"
 #include "estimators/strategy.hpp"
 
 namespace meshfit {

@@ -18,10 +18,10 @@
 #include "engine/run_options_config.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/yaml_fields.hpp"
-#include "estimators/memory_model.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
 #include "estimators/reference_memory.hpp"
 #include "estimators/reference_step_time.hpp"
-#include "estimators/step_time.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 #include "search/search_space.hpp"
 #include "test_support.hpp"
 
