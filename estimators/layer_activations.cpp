@@ -1,6 +1,9 @@
 #include "estimators/layer_activations.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "estimators/backward_transients.hpp"
 
 namespace meshfit {
 
@@ -90,6 +93,38 @@ double output_kept(const Model& m, const Run& run, const Strategy& s, double n_c
   // The projection's saved input: the SP shard, or the whole gathered sequence (DTensor TP).
   const double h_in = o.output_saves_gathered_input ? static_cast<double>(m.hidden) : h_sp;
   return n_cp * (o.beta_n * h_sp + o.beta_a * h_in + o.logits_kept_bytes * vocab);
+}
+
+KindActivation kind_activation(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, double n_cp,
+                               double g_kv) {
+  KindActivation k;
+  k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
+  const std::string name =
+      std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") + (ffn == FfnKind::moe ? "_moe" : "_dense");
+  if (const MeasuredCensus* mc = m.census_for(name)) k.census = per_token_measured(*mc, k.census, run, s, g_kv);
+  for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+    k.by_mode[static_cast<std::size_t>(mode)] =
+        layer_activation(k.census, mode, n_cp, static_cast<double>(m.hidden), run, s);
+  }
+  return k;
+}
+
+OutputActivation output_activation(const Model& m, const Run& run, const Strategy& s, double n_cp, double v_pad) {
+  OutputActivation a;
+  a.kept = output_kept(m, run, s, n_cp, v_pad);
+  a.logits = logits_transient(run, s, n_cp, v_pad);
+  if (const MeasuredCensus* out = m.census_for("output")) {
+    const double sigma = static_cast<double>(s.sigma());
+    const double tp = static_cast<double>(s.tp);
+    const double kept = out->saved / sigma + out->saved_tp / tp;
+    a.kept = n_cp * kept;
+    a.logits = n_cp * std::max(0.0, out->working / sigma + out->working_tp / tp - kept);
+  }
+  return a;
+}
+
+double mtp_depth_kept(const LayerActivation& layer, double n_cp, const Model& m, const Run& run, const Strategy& s) {
+  return layer.kept + n_cp * 3 * run.options.beta_a * static_cast<double>(m.hidden) / static_cast<double>(s.sigma());
 }
 
 }  // namespace meshfit

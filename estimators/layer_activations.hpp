@@ -2,6 +2,8 @@
 // (docs/spec/memory-model.md §7.2, §7.6), and the ends of the model (§7.7).
 #pragma once
 
+#include <array>
+
 #include "estimators/activation_census.hpp"
 #include "estimators/measured_census.hpp"
 
@@ -40,5 +42,26 @@ LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double
 // K_emb and K_out (§7.7), per micro-batch.
 double embedding_kept(const Model& m, const Run& run, const Strategy& s, double n_cp);
 double output_kept(const Model& m, const Run& run, const Strategy& s, double n_cp, double v_pad);
+
+// A layer kind's figures under a strategy, the same for every layer of the kind: its per-token
+// census — the analytic one (§7.4), or the model's measured record of the kind (§7.1) — and one
+// layer's kept bytes and working set in each recompute mode. `g_kv`: gathered K/V per token (§7.3).
+struct KindActivation {
+  CensusPerToken census;
+  std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value
+};
+KindActivation kind_activation(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, double n_cp,
+                               double g_kv);
+
+// The output layer (§7.7): K_out and Tr_logits (§9.3), from the model's own measured record of
+// the output layer when it has one.
+struct OutputActivation {
+  double kept = 0, logits = 0;
+};
+OutputActivation output_activation(const Model& m, const Run& run, const Strategy& s, double n_cp, double v_pad);
+
+// An MTP depth (§4.8, §7.7): a body layer of the last layer's kind, eh_proj and norms. It keeps
+// its layer's K_1 (`layer`) and its two inputs and their concatenation, 3h per token.
+double mtp_depth_kept(const LayerActivation& layer, double n_cp, const Model& m, const Run& run, const Strategy& s);
 
 }  // namespace meshfit

@@ -1,4 +1,7 @@
 #include "estimators/model_states.hpp"
+#include "estimators/strategy_rules.hpp"
+
+#include <algorithm>
 
 namespace meshfit {
 
@@ -67,6 +70,24 @@ bool reshards_after_forward(const Run& run, const Strategy& s) {
     case ReshardAfterForward::automatic: return s.pp == 1;
   }
   return true;
+}
+
+RankParams layer_rank_params(const Model& m, const Strategy& s, FfnKind ffn) {
+  const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
+  return rank_params(layer_params(m, ffn, kv_counted), s);
+}
+
+EndParams end_params(const Model& m, const Run& run, const Strategy& s) {
+  const double h = static_cast<double>(m.hidden);
+  const double tp = static_cast<double>(s.tp);
+  const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
+  EndParams e;
+  e.table = v_pad * h / tp;
+  e.embedding.non_expert = e.table + static_cast<double>(m.positions) * h;
+  e.vocab.non_expert = e.table;
+  e.final_norm.non_expert = static_cast<double>(m.norm_params());
+  e.mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
+  return e;
 }
 
 }  // namespace meshfit

@@ -28,6 +28,18 @@ struct RankParams {
   double total() const { return non_expert + shared + routed; }
 };
 RankParams rank_params(const LayerParams& p, const Strategy& s);
+// One body layer of kind `ffn` per rank, its K/V heads counted as §4.2 says: under GQA a rank
+// holds at least one K/V head, so max(kv_heads, tp) are counted.
+RankParams layer_rank_params(const Model& m, const Strategy& s, FfnKind ffn);
+
+// The ends of the model per rank (§4.7, §4.8, §5.3): the vocabulary table (padded, split over
+// tp), the embedding (its table and learned positions), the final norm (at the body rate, ruling
+// 3) and an MTP depth's extra parameters (eh_proj, its norms).
+struct EndParams {
+  double table = 0;  // one vocabulary table, v_pad·h/tp
+  RankParams embedding, vocab, final_norm, mtp_extra;
+};
+EndParams end_params(const Model& m, const Run& run, const Strategy& s);
 
 // Bytes of the three model states (plus gathered parameters and the FP8 cache) for a set of
 // per-rank parameters; `table` selects β_opt_table.

@@ -8,6 +8,7 @@
 
 #include "estimators/activation_census.hpp"
 #include "estimators/backward_transients.hpp"
+#include "estimators/grad_clip.hpp"
 #include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
 #include "estimators/model_states.hpp"
@@ -16,6 +17,7 @@
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/sapp_nd_rules.hpp"
 #include "estimators/strategy_rules.hpp"
+#include "estimators/zero_buffers.hpp"
 
 namespace meshfit {
 
@@ -28,7 +30,7 @@ constexpr double kNone = -std::numeric_limits<double>::infinity();
 // and ZeRO/FSDP buffers (§6, §9.1's Pg and Rg).
 struct LayerKind {
   CensusPerToken census;
-  std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value
+  std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value (layer_activations.hpp)
   RankParams params;
   ModelStates states;
   double gathered_params = 0;    // Pg: its own and the prefetched layers' gathered parameters
@@ -39,7 +41,7 @@ struct LayerKind {
 // What the whole estimate reads of (model, run, strategy): the layer kinds and the ends' terms.
 struct Terms {
   bool seed = false;
-  double h = 0, sigma = 1, n_cp = 0, tp = 1, beta_a = 2;
+  double h = 0, n_cp = 0;
   double x_sp = 0;             // Xsp of §9.1
   double seed_full_input = 0;  // item 9: the seed keeps a full layer's input for the whole sequence
   Recompute rest_mode = Recompute::none;
@@ -49,26 +51,21 @@ struct Terms {
   // ZeRO / FSDP (§6.1).
   ZeroDivisors z;
   bool gather_per_layer = false, keep_gathered = false;
-  double prefetch = 1, table_params = 0;
+  double table_params = 0;
   ModelStates embedding_states, vocab_states, final_norm_states, mtp_extra_states;
   double embedding_total = 0, vocab_total = 0, final_norm_total = 0;
   bool split_ends = false;
 };
 
-LayerKind layer_kind(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, const Terms& t, double g_kv,
-                     std::int64_t kv_counted) {
+LayerKind layer_kind(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, const Terms& t, double g_kv) {
   LayerKind k;
-  k.params = rank_params(layer_params(m, ffn, kv_counted), s);
-  k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
-  const std::string name =
-      std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") + (ffn == FfnKind::moe ? "_moe" : "_dense");
-  if (const MeasuredCensus* mc = m.census_for(name)) k.census = per_token_measured(*mc, k.census, run, s, g_kv);
-  for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
-    k.by_mode[static_cast<std::size_t>(mode)] = layer_activation(k.census, mode, t.n_cp, t.h, run, s);
-  }
+  k.params = layer_rank_params(m, s, ffn);
+  const KindActivation activation = kind_activation(m, run, s, ffn, t.n_cp, g_kv);
+  k.census = activation.census;
+  k.by_mode = activation.by_mode;
   // Model states and buffers (§6, §9.1), the seed's own counts under its rules (§17.3).
   k.states = model_states(k.params, t.z, run, false, t.keep_gathered);
-  if (t.gather_per_layer) k.gathered_params = t.prefetch * run.precision.beta_gather * k.params.total();
+  if (t.gather_per_layer) k.gathered_params = gathered_layer_params(k.params, run);
   if (t.seed) {
     const sapp_nd::Factors f = sapp_nd::factors(m, s);
     const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
@@ -77,11 +74,8 @@ LayerKind layer_kind(const Model& m, const Run& run, const Strategy& s, FfnKind 
     k.reduce_buffers = sapp_nd::reduced_grads(counts, f, s, run);
     k.clip = sapp_nd::grad_clip_buffer(counts, f, run);
     k.dp_comm = sapp_nd::dp_comm_elements(counts, f, s, m.is_moe());
-  } else if (s.zero >= 2) {
-    // A part no other rank shards is not reduce-scattered.
-    const double whole = run.precision.beta_red * ((k.params.non_expert + k.params.shared) * (t.z.G > 1 ? 1 : 0) +
-                                                   k.params.routed * (t.z.Ge > 1 ? 1 : 0));
-    k.reduce_buffers = whole * (run.options.overlap_grad_reduce ? 2 : 1);
+  } else {
+    k.reduce_buffers = reduce_scatter_buffers(k.params, t.z, run, s);
   }
   return k;
 }
@@ -91,12 +85,9 @@ Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strate
   const RunOptions& o = run.options;
   t.seed = run.rules == Rules::sapp_nd;
   t.h = static_cast<double>(m.hidden);
-  t.beta_a = o.beta_a;
-  t.sigma = static_cast<double>(s.sigma());
-  t.tp = static_cast<double>(s.tp);
   t.n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
   t.x_sp = s.tp > 1 && s.sp ? t.n_cp * o.beta_a * t.h : 0;
-  t.seed_full_input = o.beta_a * static_cast<double>(run.seq * s.micro_batch) * t.h / t.sigma;
+  if (t.seed) t.seed_full_input = sapp_nd::full_layer_input(m, run, s);
   t.rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
 
@@ -104,41 +95,31 @@ Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strate
   t.z = zero_divisors(s, run);
   t.gather_per_layer = s.zero == 3 && reshard;
   t.keep_gathered = s.zero == 3 && !reshard;
-  t.prefetch = 1 + static_cast<double>(o.fsdp_prefetch_layers);
 
   const double g_kv = t.seed ? sapp_nd::gathered_kv(m, run, s) : gathered_kv_bytes(m, run, s);
-  const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
-  t.kinds[0] = layer_kind(m, run, s, FfnKind::dense, t, g_kv, kv_counted);
-  t.kinds[1] = m.is_moe() ? layer_kind(m, run, s, FfnKind::moe, t, g_kv, kv_counted) : t.kinds[0];
+  t.kinds[0] = layer_kind(m, run, s, FfnKind::dense, t, g_kv);
+  t.kinds[1] = m.is_moe() ? layer_kind(m, run, s, FfnKind::moe, t, g_kv) : t.kinds[0];
   t.mtp_kind = !m.layer_ffn.empty() && m.layer_ffn.back() == FfnKind::moe ? 1 : 0;
 
   // The ends of the model (§7.7), the output layer from its own measured record when it has one.
   t.k_emb = embedding_kept(m, run, s, t.n_cp);
-  t.k_out = output_kept(m, run, s, t.n_cp, v_pad);
-  t.tr_logits = logits_transient(run, s, t.n_cp, v_pad);
-  if (const MeasuredCensus* out = m.census_for("output")) {
-    const double kept = out->saved / t.sigma + out->saved_tp / t.tp;
-    t.k_out = t.n_cp * kept;
-    t.tr_logits = t.n_cp * std::max(0.0, out->working / t.sigma + out->working_tp / t.tp - kept);
-  }
+  const OutputActivation output = output_activation(m, run, s, t.n_cp, v_pad);
+  t.k_out = output.kept;
+  t.tr_logits = output.logits;
   t.tr_cp = t.seed ? sapp_nd::cp_buffer(m, run, s, cluster.device.devices_per_node)
                    : cp_buffer_transient(m, run, s, cluster.device.devices_per_node);
   t.tr_ep = m.is_moe() ? ep_buffer_transient(m, run, s, t.n_cp) : 0;
 
   // The ends' parameters and states (§4.7, §4.8, §5.3).
-  t.table_params = v_pad * t.h / t.tp;
-  RankParams embedding, vocab, final_norm, mtp_extra;
-  embedding.non_expert = t.table_params + static_cast<double>(m.positions) * t.h;
-  vocab.non_expert = t.table_params;
-  final_norm.non_expert = static_cast<double>(m.norm_params());
-  mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / t.tp + static_cast<double>(mtp_extra_repl(m));
-  t.embedding_states = model_states(embedding, t.z, run, true, t.keep_gathered);
-  t.vocab_states = model_states(vocab, t.z, run, true, t.keep_gathered);
-  t.final_norm_states = model_states(final_norm, t.z, run, false, t.keep_gathered);
-  t.mtp_extra_states = model_states(mtp_extra, t.z, run, false, t.keep_gathered);
-  t.embedding_total = embedding.total();
-  t.vocab_total = vocab.total();
-  t.final_norm_total = final_norm.total();
+  const EndParams ends = end_params(m, run, s);
+  t.table_params = ends.table;
+  t.embedding_states = model_states(ends.embedding, t.z, run, true, t.keep_gathered);
+  t.vocab_states = model_states(ends.vocab, t.z, run, true, t.keep_gathered);
+  t.final_norm_states = model_states(ends.final_norm, t.z, run, false, t.keep_gathered);
+  t.mtp_extra_states = model_states(ends.mtp_extra, t.z, run, false, t.keep_gathered);
+  t.embedding_total = ends.embedding.total();
+  t.vocab_total = ends.vocab.total();
+  t.final_norm_total = ends.final_norm.total();
   t.split_ends = layout.vstages.front().stage != layout.head_stage;
   return t;
 }
@@ -174,7 +155,7 @@ struct ChunkFigures {
 
 void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& chunks, ModelStates& states,
                 std::array<bool, 2>& present, int& last_kind, double& seed_last, int& seed_last_kind, const Model& m,
-                const Strategy& s, const PipelineLayout& layout, const Terms& t) {
+                const Run& run, const Strategy& s, const PipelineLayout& layout, const Terms& t) {
   const auto nv = static_cast<std::int64_t>(layout.vstages.size());
   std::int64_t position = 0;  // candidates in the order the backward scan meets them
   std::int64_t seed_last_vstage = -1;
@@ -223,7 +204,7 @@ void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& ch
       const bool last_full = s.recompute == Recompute::full && vs.layers > 0 && vs.full_recompute >= vs.layers;
       const Recompute last_mode = last_full ? Recompute::full : t.rest_mode;
       mtp_act = t.kinds[t.mtp_kind].by_mode[static_cast<std::size_t>(last_mode)];
-      mtp_kept = mtp_act.kept + t.n_cp * 3 * t.beta_a * t.h / t.sigma;
+      mtp_kept = mtp_depth_kept(mtp_act, t.n_cp, m, run, s);
       for (std::int64_t d = 0; d < m.mtp_depths; ++d) {
         ch.kept += mtp_kept;
         states += t.kinds[t.mtp_kind].states;
@@ -271,7 +252,6 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
                               double headroom_bytes) {
   // --rules sapp-nd: the seed's own device overheads (§17.3).
   const Device dev = run.rules == Rules::sapp_nd ? sapp_nd::overheads(cluster.device) : cluster.device;
-  const RunOptions& o = run.options;
   const PipelineLayout layout = make_layout(m, run, s);
   Terms t = terms(m, run, cluster, s, layout);
   MemoryReport report;
@@ -286,7 +266,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     std::array<bool, 2> present{};
     int last_kind = -1, seed_last_kind = -1;
     double seed_last = 0;
-    walk_stage(st, cand, chunks, states, present, last_kind, seed_last, seed_last_kind, m, s, layout, t);
+    walk_stage(st, cand, chunks, states, present, last_kind, seed_last, seed_last_kind, m, run, s, layout, t);
     const bool has_moe = present[1] && m.is_moe();
     for (const ChunkFigures& ch : chunks) st.chunk_bytes.push_back(ch.kept);
 
@@ -307,7 +287,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
       st.gathered += run.precision.beta_gather * held;
     }
     // Ruling 10: deferred gradient sync holds every gradient unsharded through the backward.
-    if (defers_grad_sync(run, s)) st.deferred_grads = run.precision.beta_gcomm * states.unsharded_elements;
+    if (defers_grad_sync(run, s)) st.deferred_grads = deferred_grad_bytes(states, run);
 
     // §8: the micro-batches in flight per chunk (item 8: the seed's own factors).
     if (t.seed) {
@@ -322,7 +302,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     }
     // §9.9: gradient clipping's copy of a fully recomputed layer's gradients, where it is larger
     // than the layer's in-flight inputs (the seed's, or grad_clip_model: seed).
-    if (o.grad_clip && (t.seed || o.grad_clip_seed)) {
+    if (grad_clip_adjusts(run)) {
       for (std::size_t c = 0; c < chunks.size(); ++c) {
         const double n = static_cast<double>(st.chunk_inflight[c]);
         for (std::size_t k = 0; k < 2; ++k) {
@@ -330,37 +310,26 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
           if (count == 0) continue;
           const LayerKind& kind = t.kinds[k];
           const double fwd = n * (t.seed ? t.seed_full_input : chunks[c].full_kept[k]);
-          const double clip =
-              t.seed ? kind.clip
-                     : run.precision.beta_state *
-                           ((kind.params.non_expert + kind.params.shared) / t.z.OS + kind.params.routed / t.z.OSe);
-          const double dpc = t.seed ? kind.dp_comm : s.zero == 3 ? run.precision.beta_gather * kind.params.total() : 0;
-          const double kept = fwd + dpc > clip ? fwd : clip;
-          st.activations += static_cast<double>(count) * (kept + (kept > 0 ? dpc : 0) - fwd);
+          const double copy = t.seed ? kind.clip : grad_clip_copy(kind.params, t.z, run);
+          const double dpc = t.seed ? kind.dp_comm : grad_clip_dp_comm(kind.params, s, run);
+          st.activations += static_cast<double>(count) * grad_clip_addition(fwd, copy, dpc);
         }
       }
     }
 
     // §9: the transients.
-    auto candidate = [&](std::size_t k, double base) {
-      return base + t.kinds[k].gathered_params + t.kinds[k].reduce_buffers + t.x_sp;
-    };
-    double tr_layer = kNone;
+    const std::array<double, 2> pg{t.kinds[0].gathered_params, t.kinds[1].gathered_params};
+    const std::array<double, 2> rg{t.kinds[0].reduce_buffers, t.kinds[1].reduce_buffers};
     if (t.seed) {
-      if (seed_last_kind >= 0) tr_layer = candidate(static_cast<std::size_t>(seed_last_kind), seed_last);
-    } else {
-      std::int64_t order = 0;
-      for (std::size_t k = 0; k < 2; ++k) {
-        if (cand.best[k] == kNone) continue;
-        const double tr = candidate(k, cand.best[k]);
-        if (tr > tr_layer || (tr == tr_layer && cand.order[k] < order)) {
-          tr_layer = tr;
-          order = cand.order[k];
-          st.tr_layer_at = cand.at[k];
-        }
+      if (seed_last_kind >= 0) {
+        const auto k = static_cast<std::size_t>(seed_last_kind);
+        st.tr_layer = layer_transient(seed_last, pg[k], rg[k], t.x_sp);
       }
+    } else {
+      const LayerCandidate best = largest_layer_candidate(cand.best, cand.order, pg, rg, t.x_sp);
+      st.tr_layer = best.transient;
+      if (best.kind >= 0) st.tr_layer_at = cand.at[static_cast<std::size_t>(best.kind)];
     }
-    st.tr_layer = tr_layer == kNone ? 0 : tr_layer;
     double max_pg = 0, max_rg = 0;
     for (std::size_t k = 0; k < 2; ++k) {
       if (!present[k]) continue;
@@ -368,31 +337,24 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
       max_rg = std::max(max_rg, t.kinds[k].reduce_buffers);
     }
     if (t.gather_per_layer) {
-      const double tables = (st.embedding ? 1 : 0) + (st.head && (!m.tie || t.split_ends) ? 1 : 0);
-      st.tr_fsdp = std::max(max_pg, tables > 0 ? t.prefetch * run.precision.beta_gather * t.table_params : 0);
+      st.tr_fsdp = fsdp_gather_transient(max_pg, st.embedding, st.head, m.tie, t.split_ends, t.table_params, run);
     }
-    st.tr_bucket = s.zero >= 2 ? max_rg : run.profile.grad_bucket_elements * run.precision.beta_G;
+    st.tr_bucket = grad_bucket_transient(max_rg, s, run);
     st.tr_logits = st.head ? t.tr_logits : 0;
     st.tr_cp = st.layers + st.mtp_depths > 0 ? t.tr_cp : 0;
     st.tr_ep = has_moe ? t.tr_ep : 0;
     double layer_candidate = st.tr_layer;
     if (s.schedule == Schedule::dualpipev && s.vpp == 2) {  // §9.8: the two chunks overlap
-      std::array<double, 2> tr_chunk{};
-      for (std::size_t c = 0; c < 2; ++c) {
-        double best = kNone;
-        for (std::size_t k = 0; k < 2; ++k) {
-          if (chunks[c].best[k] != kNone) best = std::max(best, candidate(k, chunks[c].best[k]));
-        }
-        tr_chunk[c] = best == kNone ? 0 : best;
-      }
-      st.tr_dpv = std::max(st.chunk_bytes[0] + tr_chunk[1], st.chunk_bytes[1] + tr_chunk[0]);
+      const std::array<double, 2> chunk_layer{
+          largest_layer_candidate(chunks[0].best, {0, 0}, pg, rg, t.x_sp).transient,
+          largest_layer_candidate(chunks[1].best, {0, 0}, pg, rg, t.x_sp).transient};
+      st.tr_dpv = dualpipev_transient({st.chunk_bytes[0], st.chunk_bytes[1]}, chunk_layer);
       layer_candidate = st.tr_dpv;
     }
     st.transient =
-        std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep});
+        largest_transient(layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep);
     // §9.9: the optimizer-step phase.
-    st.step_transient = o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
-                        (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);
+    st.step_transient = optimizer_step_transient(states, s, run);
 
     // §11: totals.
     const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && t.split_ends && (st.embedding || st.head)};

@@ -139,4 +139,9 @@ Device overheads(Device d) {
   return d;
 }
 
+double full_layer_input(const Model& m, const Run& run, const Strategy& s) {
+  return run.options.beta_a * static_cast<double>(run.seq * s.micro_batch) * static_cast<double>(m.hidden) /
+         static_cast<double>(s.sigma());
+}
+
 }  // namespace meshfit::sapp_nd

@@ -44,6 +44,8 @@ double dp_comm_elements(const Counts& c, const Factors& f, const Strategy& s, bo
 double cp_buffer(const Model& m, const Run& run, const Strategy& s, std::int64_t devices_per_node);
 // Item 12: gathered keys and values, (cp − 1)·2·n_kv·d_h·β_a/tp except under Ulysses.
 double gathered_kv(const Model& m, const Run& run, const Strategy& s);
+// Item 9: a fully recomputed layer keeps its input for the whole sequence (no /cp), per micro-batch.
+double full_layer_input(const Model& m, const Run& run, const Strategy& s);
 // Item 14: φ = 0, no overheads but a fixed 1 GiB safety buffer.
 Device overheads(Device d);
 

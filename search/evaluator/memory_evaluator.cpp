@@ -7,6 +7,7 @@
 #include <string>
 
 #include "estimators/backward_transients.hpp"
+#include "estimators/grad_clip.hpp"
 #include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
 #include "search/evaluator/layout_plan.hpp"
@@ -17,6 +18,7 @@
 #include "estimators/sapp_nd_rules.hpp"
 #include "search/evaluator/slot_hash.hpp"
 #include "estimators/strategy_rules.hpp"
+#include "estimators/zero_buffers.hpp"
 
 namespace meshfit {
 
@@ -40,11 +42,6 @@ void offer(std::array<double, 2>& best, std::array<std::int64_t, 2>* at, std::ar
 
 // §9.8: DualPipeV's two chunks overlap, and the stage's transient reads each chunk's own.
 bool dualpipev_overlap(const Strategy& s) { return s.schedule == Schedule::dualpipev && s.vpp == 2; }
-// §9.9: gradient clipping's copy of a fully recomputed layer's gradients (the seed's, or
-// grad_clip_model: seed), which reads each chunk's fully recomputed layers.
-bool grad_clip_adjusts(const Run& run) {
-  return run.options.grad_clip && (run.rules == Rules::sapp_nd || run.options.grad_clip_seed);
-}
 
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9); the in-flight
 // counts per chunk only with `counts`.
@@ -57,25 +54,13 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
   const RunOptions& o = run.options;
   const std::int64_t nv = s.virtual_stages();
   const double h = static_cast<double>(m.hidden);
-  const double sigma = static_cast<double>(s.sigma());
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
   const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
   const double g_kv = seed ? sapp_nd::gathered_kv(m, run, s) : gathered_kv_bytes(m, run, s);
-  // Item 9: the seed keeps a fully recomputed layer's input for the whole sequence (no /cp).
-  const double seed_full_input = o.beta_a * static_cast<double>(run.seq * s.micro_batch) * h / sigma;
-  const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
-
+  const double seed_full_input = seed ? sapp_nd::full_layer_input(m, run, s) : 0;
   auto kind = [&](FfnKind ffn, RankParams& params) {
-    KindActivation k;
-    params = rank_params(layer_params(m, ffn, kv_counted), s);
-    k.census = per_token(analytic_census(m, run, s, ffn), run, s, g_kv);
-    const std::string kind_name =
-        std::string(m.attention == AttentionKind::mla ? "mla" : "gqa") + (ffn == FfnKind::moe ? "_moe" : "_dense");
-    if (const MeasuredCensus* mc = m.census_for(kind_name)) k.census = per_token_measured(*mc, k.census, run, s, g_kv);
-    for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
-      k.by_mode[static_cast<std::size_t>(mode)] = layer_activation(k.census, mode, n_cp, h, run, s);
-    }
-    return k;
+    params = layer_rank_params(m, s, ffn);
+    return kind_activation(m, run, s, ffn, n_cp, g_kv);
   };
   // The kinds, from the cache when this search (context) has met their key.
   const std::array<std::int64_t, 8> key{s.tp,   s.sigma(), s.cp,  static_cast<std::int64_t>(s.cp_algo),
@@ -109,14 +94,8 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
 
   // The ends of the model (§7.7).
   const double k_emb = embedding_kept(m, run, s, n_cp);
-  double k_out = output_kept(m, run, s, n_cp, v_pad);
-  double tr_logits = logits_transient(run, s, n_cp, v_pad);
-  if (const MeasuredCensus* out = m.census_for("output")) {  // §7.7: the output layer's own record
-    const double tp = static_cast<double>(s.tp);
-    k_out = n_cp * (out->saved / sigma + out->saved_tp / tp);
-    tr_logits =
-        n_cp * std::max(0.0, out->working / sigma + out->working_tp / tp - (out->saved / sigma + out->saved_tp / tp));
-  }
+  const OutputActivation output = output_activation(m, run, s, n_cp, v_pad);
+  const double k_out = output.kept, tr_logits = output.logits;
   const FfnKind mtp_ffn = m.layer_ffn.empty() ? FfnKind::dense : m.layer_ffn.back();
   const std::size_t mtp_kind = mtp_ffn == FfnKind::moe ? 1 : 0;
 
@@ -251,7 +230,7 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
         // keeps its layer's K_1 and its two inputs and their concatenation (3h), besides its logits.
         const KindActivation& k = figures(mtp_ffn);
         const LayerActivation act = layer_activation(k.census, last_mode, n_cp, h, run, s);
-        const double mtp_kept = act.kept + n_cp * 3 * o.beta_a * h / sigma;
+        const double mtp_kept = mtp_depth_kept(act, n_cp, m, run, s);
         for (std::int64_t d = 0; d < m.mtp_depths; ++d) {
           A += mtp_kept;
           // K_after of depth d: the logits, and the later depths' kept bytes.
@@ -374,23 +353,15 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
                    const Strategy& s, bool gather_per_layer, double x_sp) {
   report.peak = 0;
   report.peak_stage = 0;
+  const std::array<double, 2> pg{statics.kinds[0].gathered_params, statics.kinds[1].gathered_params};
+  const std::array<double, 2> rg{statics.kinds[0].reduce_buffers, statics.kinds[1].reduce_buffers};
   for (std::int64_t i = 0; i < s.pp; ++i) {
     const StageActivations& a = side.stages[static_cast<std::size_t>(i)];
     const StageMemory& p = a.partial;
     const StaticSide::Totals& t = statics.totals[static_cast<std::size_t>(i)];
-    double tr_layer = kNone;  // §9.1's largest layer candidate, the first kind met on a tie
-    std::int64_t order = 0;
-    for (std::size_t k = 0; k < 2; ++k) {
-      if (a.tr_base[k] == kNone) continue;
-      const KindStates& ks = statics.kinds[k];
-      const double tr = a.tr_base[k] + ks.gathered_params + ks.reduce_buffers + x_sp;
-      if (tr > tr_layer || (tr == tr_layer && a.tr_order[k] < order)) {
-        tr_layer = tr;
-        order = a.tr_order[k];
-      }
-    }
-    const double transient = std::max({0.0, tr_layer == kNone ? 0 : tr_layer, p.tr_attn, p.tr_logits,
-                                       gather_per_layer ? t.tr_fsdp : p.tr_fsdp, t.tr_bucket, p.tr_cp, p.tr_ep});
+    const double tr_layer = largest_layer_candidate(a.tr_base, a.tr_order, pg, rg, x_sp).transient;
+    const double transient = largest_transient(tr_layer, p.tr_attn, p.tr_logits,
+                                               gather_per_layer ? t.tr_fsdp : p.tr_fsdp, t.tr_bucket, p.tr_cp, p.tr_ep);
     const double backward = t.stat + (t.defers ? t.deferred : p.deferred_grads) + p.activations + transient;
     const double reserved = std::max(backward, t.step) * (1 + dev.fragmentation);
     const double device = reserved + dev.overhead_context + t.communicator_buffers + dev.overhead_workspaces +
@@ -432,24 +403,13 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     finish_totals(report, side, statics, dev, s, gather_per_layer, x_sp);
     return;
   }
-  const double tp = static_cast<double>(s.tp);
-  const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
   const ZeroDivisors z = zero_divisors(s, run);
   const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
-  const double prefetch = 1 + static_cast<double>(o.fsdp_prefetch_layers);
-  const double seed_full_input =
-      o.beta_a * static_cast<double>(run.seq * s.micro_batch) * h / static_cast<double>(s.sigma());
-
-  // The ends of the model (§4.7, §4.8, §5.3).
-  const double table_params = v_pad * h / tp;
-  RankParams embedding_table;
-  embedding_table.non_expert = table_params + static_cast<double>(m.positions) * h;
-  RankParams vocab_table;
-  vocab_table.non_expert = table_params;
-  RankParams final_norm;
-  final_norm.non_expert = static_cast<double>(m.norm_params());  // body rate (ruling 3)
-  RankParams mtp_extra;
-  mtp_extra.non_expert = static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m));
+  const double seed_full_input = seed ? sapp_nd::full_layer_input(m, run, s) : 0;
+  const EndParams ends = end_params(m, run, s);  // §4.7, §4.8, §5.3
+  const RankParams& embedding_table = ends.embedding;
+  const RankParams& vocab_table = ends.vocab;
+  const RankParams& final_norm = ends.final_norm;
   const bool split_ends = layout.vstages.front().stage != layout.head_stage;
 
   if (fresh_statics) {
@@ -459,7 +419,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     auto kind = [&](FfnKind ffn, const RankParams& params) {
       KindStates k;
       k.states = model_states(params, z, run, false, keep_gathered);
-      if (gather_per_layer) k.gathered_params = prefetch * run.precision.beta_gather * params.total();
+      if (gather_per_layer) k.gathered_params = gathered_layer_params(params, run);
       if (seed) {
         const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
         k.states = sapp_nd::layer_states(counts, seed_f, run);
@@ -467,11 +427,8 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
         k.reduce_buffers = sapp_nd::reduced_grads(counts, seed_f, s, run);
         k.clip = sapp_nd::grad_clip_buffer(counts, seed_f, run);
         k.dp_comm = sapp_nd::dp_comm_elements(counts, seed_f, s, m.is_moe());
-      } else if (s.zero >= 2) {
-        // whole(ℓ): a part no other rank shards is not reduce-scattered.
-        const double whole = run.precision.beta_red * ((params.non_expert + params.shared) * (z.G > 1 ? 1 : 0) +
-                                                       params.routed * (z.Ge > 1 ? 1 : 0));
-        k.reduce_buffers = whole * (o.overlap_grad_reduce ? 2 : 1);
+      } else {
+        k.reduce_buffers = reduce_scatter_buffers(params, z, run, s);
       }
       return k;
     };
@@ -483,7 +440,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     end_states[static_cast<std::size_t>(Part::embedding)] = model_states(embedding_table, z, run, true, keep_gathered);
     end_states[static_cast<std::size_t>(Part::vocab)] = model_states(vocab_table, z, run, true, keep_gathered);
     end_states[static_cast<std::size_t>(Part::final_norm)] = model_states(final_norm, z, run, false, keep_gathered);
-    end_states[static_cast<std::size_t>(Part::mtp_extra)] = model_states(mtp_extra, z, run, false, keep_gathered);
+    end_states[static_cast<std::size_t>(Part::mtp_extra)] = model_states(ends.mtp_extra, z, run, false, keep_gathered);
     statics.stages.assign(static_cast<std::size_t>(s.pp), ModelStates{});
     statics.held.assign(static_cast<std::size_t>(s.pp), 0.0);
     statics.communicators.assign(static_cast<std::size_t>(s.pp), 0);
@@ -542,11 +499,9 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
       st.gathered = states.gathered + statics.held[i];
       st.fp8_cache = states.fp8_cache;
       t.stat = st.static_total();
-      t.step =
-          t.stat + (o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
-                    (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0));
+      t.step = t.stat + optimizer_step_transient(states, s, run);
       t.defers = defers;
-      if (defers) t.deferred = run.precision.beta_gcomm * states.unsharded_elements;
+      if (defers) t.deferred = deferred_grad_bytes(states, run);
       double max_pg = 0, max_rg = 0;
       for (std::size_t k = 0; k < 2; ++k) {
         if (!a.kind_present[k]) continue;
@@ -554,11 +509,10 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
         max_rg = std::max(max_rg, statics.kinds[k].reduce_buffers);
       }
       if (gather_per_layer) {
-        double tables = (a.partial.embedding ? 1 : 0);
-        if (a.partial.head && (!m.tie || split_ends)) tables += 1;
-        t.tr_fsdp = std::max(max_pg, tables > 0 ? prefetch * run.precision.beta_gather * table_params : 0);
+        t.tr_fsdp =
+            fsdp_gather_transient(max_pg, a.partial.embedding, a.partial.head, m.tie, split_ends, ends.table, run);
       }
-      t.tr_bucket = s.zero >= 2 ? max_rg : run.profile.grad_bucket_elements * run.precision.beta_G;
+      t.tr_bucket = grad_bucket_transient(max_rg, s, run);
       t.communicator_buffers = static_cast<double>(statics.communicators[i]) * dev.overhead_per_communicator;
       t.ep_library = a.has_moe ? dev.overhead_ep_library : 0;
       statics.static_floor = std::max(statics.static_floor, t.stat * (1 + dev.fragmentation) + dev.overhead_context +
@@ -568,10 +522,8 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   }
   const KindStates& dense = statics.kinds[0];
   const KindStates& moe = statics.kinds[1];
-  auto candidate = [&](std::size_t k, double base) {
-    const KindStates& ks = k == 1 ? moe : dense;
-    return base + ks.gathered_params + ks.reduce_buffers + x_sp;
-  };
+  const std::array<double, 2> pg{dense.gathered_params, moe.gathered_params};
+  const std::array<double, 2> rg{dense.reduce_buffers, moe.reduce_buffers};
 
   report.peak = 0;
   report.peak_stage = 0;
@@ -612,26 +564,20 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     st.fp8_cache = states.fp8_cache;
     // Ruling 10: with deferred gradient sync the stage holds every gradient unsharded, in the
     // reduce dtype (β_gcomm), from its first backward to the last reduce-scatter of the step.
-    if (defers_grad_sync(run, s)) st.deferred_grads = run.precision.beta_gcomm * states.unsharded_elements;
+    if (defers_grad_sync(run, s)) st.deferred_grads = deferred_grad_bytes(states, run);
 
     // §9.1's largest layer candidate: the better kind (the first met in the scan on a tie).
-    double tr_layer = kNone, max_pg = 0, max_rg = 0;
+    double tr_layer = 0, max_pg = 0, max_rg = 0;
     if (seed) {
       if (a.seed_last_kind >= 0) {
-        tr_layer = candidate(static_cast<std::size_t>(a.seed_last_kind), a.seed_last[0]);
+        const auto k = static_cast<std::size_t>(a.seed_last_kind);
+        tr_layer = layer_transient(a.seed_last[0], pg[k], rg[k], x_sp);
         st.tr_layer_at = a.seed_last_at;
       }
     } else {
-      std::int64_t order = 0;
-      for (std::size_t k = 0; k < 2; ++k) {
-        if (a.tr_base[k] == kNone) continue;
-        const double tr = candidate(k, a.tr_base[k]);
-        if (tr > tr_layer || (tr == tr_layer && a.tr_order[k] < order)) {
-          tr_layer = tr;
-          order = a.tr_order[k];
-          st.tr_layer_at = a.tr_at[k];
-        }
-      }
+      const LayerCandidate best = largest_layer_candidate(a.tr_base, a.tr_order, pg, rg, x_sp);
+      tr_layer = best.transient;
+      if (best.kind >= 0) st.tr_layer_at = a.tr_at[static_cast<std::size_t>(best.kind)];
     }
     for (std::size_t k = 0; k < 2; ++k) {
       if (!a.kind_present[k]) continue;
@@ -647,52 +593,37 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
           const std::int64_t count = a.full_layers[c][kind_index];
           if (count == 0) continue;
           if (seed) {
-            // Item 10: a fully recomputed layer keeps the larger of its in-flight inputs and the
-            // gradient-clipping buffer, plus its DP comm (elements, as the seed counts them).
+            // Item 10: the seed's own copy and DP comm (elements, as the seed counts them).
             const KindStates& k = kind_index == 1 ? moe : dense;
-            const double fwd = n * seed_full_input;
-            const double kept = fwd + k.dp_comm > k.clip ? fwd : k.clip;
-            st.activations += static_cast<double>(count) * (kept + (kept > 0 ? k.dp_comm : 0) - fwd);
+            st.activations += static_cast<double>(count) * grad_clip_addition(n * seed_full_input, k.clip, k.dp_comm);
           } else {
-            // §9.9, grad_clip_model: seed — clipping materialises an optimizer-state-sized copy of
-            // a fully recomputed layer's gradients when that is larger than its in-flight inputs.
-            const double fwd = n * a.full_kept[c];
             const RankParams& p = side.params[kind_index == 1 && m.is_moe() ? 1 : 0];
-            const double clip = run.precision.beta_state * ((p.non_expert + p.shared) / z.OS + p.routed / z.OSe);
-            const double dpc = s.zero == 3 ? run.precision.beta_gather * p.total() : 0;
-            const double kept = fwd + dpc > clip ? fwd : clip;
-            st.activations += static_cast<double>(count) * (kept + (kept > 0 ? dpc : 0) - fwd);
+            st.activations +=
+                static_cast<double>(count) *
+                grad_clip_addition(n * a.full_kept[c], grad_clip_copy(p, z, run), grad_clip_dp_comm(p, s, run));
           }
         }
       }
     }
 
     // §9: one transient on top of the in-flight activations, the largest candidate.
-    st.tr_layer = tr_layer == kNone ? 0 : tr_layer;
+    st.tr_layer = tr_layer;
     if (gather_per_layer) {
-      double tables = (st.embedding ? 1 : 0);
-      if (st.head && (!m.tie || split_ends)) tables += 1;
-      st.tr_fsdp = std::max(max_pg, tables > 0 ? prefetch * run.precision.beta_gather * table_params : 0);
+      st.tr_fsdp = fsdp_gather_transient(max_pg, st.embedding, st.head, m.tie, split_ends, ends.table, run);
     }
-    st.tr_bucket = s.zero >= 2 ? max_rg : run.profile.grad_bucket_elements * run.precision.beta_G;
+    st.tr_bucket = grad_bucket_transient(max_rg, s, run);
     double layer_candidate = st.tr_layer;
     if (dualpipev_overlap(s)) {  // §9.8
-      double t[2] = {0, 0};
-      for (std::size_t c = 0; c < 2; ++c) {
-        double best = kNone;
-        for (std::size_t k = 0; k < 2; ++k) {
-          if (a.chunk_tr_base[c][k] != kNone) best = std::max(best, candidate(k, a.chunk_tr_base[c][k]));
-        }
-        t[c] = best == kNone ? 0 : best;
-      }
-      st.tr_dpv = std::max(a.partial.chunk_bytes[0] + t[1], a.partial.chunk_bytes[1] + t[0]);
+      const std::array<double, 2> chunk_layer{
+          largest_layer_candidate(a.chunk_tr_base[0], {0, 0}, pg, rg, x_sp).transient,
+          largest_layer_candidate(a.chunk_tr_base[1], {0, 0}, pg, rg, x_sp).transient};
+      st.tr_dpv = dualpipev_transient({a.partial.chunk_bytes[0], a.partial.chunk_bytes[1]}, chunk_layer);
       layer_candidate = st.tr_dpv;
     }
     st.transient =
-        std::max({0.0, layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep});
+        largest_transient(layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep);
     // §9.9: the optimizer-step phase.
-    st.step_transient = o.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
-                        (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);
+    st.step_transient = optimizer_step_transient(states, s, run);
 
     // §11: totals.
     st.communicators = statics.communicators[static_cast<std::size_t>(i)];

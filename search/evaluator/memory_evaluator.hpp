@@ -49,13 +49,6 @@ struct StageActivations {
   int last_layer_kind = -1;  // the stage's last body layer (0 dense, 1 MoE), -1 with none
 };
 
-// A layer kind's activations under a strategy, the same for every layer of the kind: computed
-// once per estimate rather than once per layer.
-struct KindActivation {
-  CensusPerToken census;
-  std::array<LayerActivation, 3> by_mode{};  // index: Recompute's value
-};
-
 // The kinds' activations and per-rank parameters read only tp, sp, cp (its algorithm and Ulysses
 // degree), ep, etp and b (activation_census, layer_activations, parameter_counts), so the search
 // finds them again across pipeline layouts, schedules and recompute modes: a direct-mapped table.

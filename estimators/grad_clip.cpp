@@ -1,0 +1,22 @@
+#include "estimators/grad_clip.hpp"
+
+namespace meshfit {
+
+bool grad_clip_adjusts(const Run& run) {
+  return run.options.grad_clip && (run.rules == Rules::sapp_nd || run.options.grad_clip_seed);
+}
+
+double grad_clip_copy(const RankParams& layer, const ZeroDivisors& z, const Run& run) {
+  return run.precision.beta_state * ((layer.non_expert + layer.shared) / z.OS + layer.routed / z.OSe);
+}
+
+double grad_clip_dp_comm(const RankParams& layer, const Strategy& s, const Run& run) {
+  return s.zero == 3 ? run.precision.beta_gather * layer.total() : 0;
+}
+
+double grad_clip_addition(double fwd, double copy, double dp_comm) {
+  const double kept = fwd + dp_comm > copy ? fwd : copy;
+  return kept + (kept > 0 ? dp_comm : 0) - fwd;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,41 @@
+#include "estimators/zero_buffers.hpp"
+
+#include <algorithm>
+
+namespace meshfit {
+
+double gathered_layer_params(const RankParams& layer, const Run& run) {
+  const double prefetch = 1 + static_cast<double>(run.options.fsdp_prefetch_layers);
+  return prefetch * run.precision.beta_gather * layer.total();
+}
+
+double reduce_scatter_buffers(const RankParams& layer, const ZeroDivisors& z, const Run& run, const Strategy& s) {
+  if (s.zero < 2) return 0;
+  // whole(ℓ): a part no other rank shards is not reduce-scattered.
+  const double whole = run.precision.beta_red *
+                       ((layer.non_expert + layer.shared) * (z.G > 1 ? 1 : 0) + layer.routed * (z.Ge > 1 ? 1 : 0));
+  return whole * (run.options.overlap_grad_reduce ? 2 : 1);
+}
+
+double fsdp_gather_transient(double largest_layer_gather, bool embedding, bool head, bool tied, bool split_ends,
+                             double table_params, const Run& run) {
+  double tables = embedding ? 1 : 0;
+  if (head && (!tied || split_ends)) tables += 1;
+  const double prefetch = 1 + static_cast<double>(run.options.fsdp_prefetch_layers);
+  return std::max(largest_layer_gather, tables > 0 ? prefetch * run.precision.beta_gather * table_params : 0);
+}
+
+double grad_bucket_transient(double largest_reduce_buffers, const Strategy& s, const Run& run) {
+  return s.zero >= 2 ? largest_reduce_buffers : run.profile.grad_bucket_elements * run.precision.beta_G;
+}
+
+double optimizer_step_transient(const ModelStates& states, const Strategy& s, const Run& run) {
+  return run.options.optimizer_step_temp_bytes_per_param * states.optimizer_elements +
+         (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);
+}
+
+double deferred_grad_bytes(const ModelStates& states, const Run& run) {
+  return run.precision.beta_gcomm * states.unsharded_elements;
+}
+
+}  // namespace meshfit
