@@ -1,9 +1,11 @@
 #include "estimators/grad_clip.hpp"
 
+#include "estimators/rules_profile.hpp"
+
 namespace meshfit {
 
 bool grad_clip_adjusts(const Run& run) {
-  return run.options.grad_clip && (run.rules == Rules::sapp_nd || run.options.grad_clip_seed);
+  return run.options.grad_clip && (rules_profile(run).clip_copy_always || run.options.grad_clip_seed);
 }
 
 double grad_clip_copy(const RankParams& layer, const ZeroDivisors& z, const Run& run) {

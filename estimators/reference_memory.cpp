@@ -15,6 +15,7 @@
 #include "estimators/overheads.hpp"
 #include "estimators/parameter_counts.hpp"
 #include "estimators/pipeline_layout.hpp"
+#include "estimators/rules_profile.hpp"
 #include "estimators/sapp_nd_rules.hpp"
 #include "estimators/strategy_rules.hpp"
 #include "estimators/zero_buffers.hpp"
@@ -40,7 +41,7 @@ struct LayerKind {
 
 // What the whole estimate reads of (model, run, strategy): the layer kinds and the ends' terms.
 struct Terms {
-  bool seed = false;
+  const RulesProfile* rules = nullptr;  // --rules: the variants of the seed's terms
   double h = 0, n_cp = 0;
   double x_sp = 0;             // Xsp of §9.1
   double seed_full_input = 0;  // item 9: the seed keeps a full layer's input for the whole sequence
@@ -66,7 +67,7 @@ LayerKind layer_kind(const Model& m, const Run& run, const Strategy& s, FfnKind 
   // Model states and buffers (§6, §9.1), the seed's own counts under its rules (§17.3).
   k.states = model_states(k.params, t.z, run, false, t.keep_gathered);
   if (t.gather_per_layer) k.gathered_params = gathered_layer_params(k.params, run);
-  if (t.seed) {
+  if (t.rules->layer_counts == LayerCounts::seed_counts) {
     const sapp_nd::Factors f = sapp_nd::factors(m, s);
     const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
     k.states = sapp_nd::layer_states(counts, f, run);
@@ -83,11 +84,12 @@ LayerKind layer_kind(const Model& m, const Run& run, const Strategy& s, FfnKind 
 Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s, const PipelineLayout& layout) {
   Terms t;
   const RunOptions& o = run.options;
-  t.seed = run.rules == Rules::sapp_nd;
+  t.rules = &rules_profile(run);
   t.h = static_cast<double>(m.hidden);
   t.n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
   t.x_sp = s.tp > 1 && s.sp ? t.n_cp * o.beta_a * t.h : 0;
-  if (t.seed) t.seed_full_input = sapp_nd::full_layer_input(m, run, s);
+  if (t.rules->full_layer_kept == FullLayerKept::whole_sequence_input)
+    t.seed_full_input = sapp_nd::full_layer_input(m, run, s);
   t.rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
 
@@ -96,7 +98,7 @@ Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strate
   t.gather_per_layer = s.zero == 3 && reshard;
   t.keep_gathered = s.zero == 3 && !reshard;
 
-  const double g_kv = t.seed ? sapp_nd::gathered_kv(m, run, s) : gathered_kv_bytes(m, run, s);
+  const double g_kv = t.rules->gathered_kv(m, run, s);
   t.kinds[0] = layer_kind(m, run, s, FfnKind::dense, t, g_kv);
   t.kinds[1] = m.is_moe() ? layer_kind(m, run, s, FfnKind::moe, t, g_kv) : t.kinds[0];
   t.mtp_kind = !m.layer_ffn.empty() && m.layer_ffn.back() == FfnKind::moe ? 1 : 0;
@@ -106,8 +108,7 @@ Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strate
   const OutputActivation output = output_activation(m, run, s, t.n_cp, v_pad);
   t.k_out = output.kept;
   t.tr_logits = output.logits;
-  t.tr_cp = t.seed ? sapp_nd::cp_buffer(m, run, s, cluster.device.devices_per_node)
-                   : cp_buffer_transient(m, run, s, cluster.device.devices_per_node);
+  t.tr_cp = t.rules->cp_buffer(m, run, s, cluster.device.devices_per_node);
   t.tr_ep = m.is_moe() ? ep_buffer_transient(m, run, s, t.n_cp) : 0;
 
   // The ends' parameters and states (§4.7, §4.8, §5.3).
@@ -127,7 +128,7 @@ Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strate
 // One layer's activation figures: a fully recomputed layer's, or the rest's mode.
 LayerActivation activation(const Terms& t, std::size_t kind, bool full) {
   LayerActivation a = t.kinds[kind].by_mode[static_cast<std::size_t>(full ? Recompute::full : t.rest_mode)];
-  if (t.seed && full) a.kept = t.seed_full_input;
+  if (full && t.rules->full_layer_kept == FullLayerKept::whole_sequence_input) a.kept = t.seed_full_input;
   return a;
 }
 
@@ -227,7 +228,7 @@ void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& ch
       const bool full = s.recompute == Recompute::full && l < vs.full_recompute;
       const LayerActivation a = activation(t, kind, full);
       const double base = a.working - after;
-      if (t.seed) {
+      if (t.rules->layer_transient == LayerTransientRule::stage_last_layer) {
         // Item 13: the seed prices the stage's last body layer only (of its last virtual stage);
         // per chunk (DualPipeV), its fully recomputed layers.
         if (l == vs.layers - 1 && u > seed_last_vstage) {
@@ -251,7 +252,7 @@ void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& ch
 MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
                               double headroom_bytes) {
   // --rules sapp-nd: the seed's own device overheads (§17.3).
-  const Device dev = run.rules == Rules::sapp_nd ? sapp_nd::overheads(cluster.device) : cluster.device;
+  const Device dev = rules_profile(run).device(cluster.device);
   const PipelineLayout layout = make_layout(m, run, s);
   Terms t = terms(m, run, cluster, s, layout);
   MemoryReport report;
@@ -290,7 +291,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     if (defers_grad_sync(run, s)) st.deferred_grads = deferred_grad_bytes(states, run);
 
     // §8: the micro-batches in flight per chunk (item 8: the seed's own factors).
-    if (t.seed) {
+    if (t.rules->in_flight == InFlightCounts::seed_micro_factors) {
       st.chunk_inflight = sapp_nd::micro_factors(s, i);
       for (std::size_t c = 0; c < st.chunk_inflight.size(); ++c) {
         st.activations += static_cast<double>(st.chunk_inflight[c]) * st.chunk_bytes[c];
@@ -309,9 +310,10 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
           const std::int64_t count = chunks[c].full_layers[k];
           if (count == 0) continue;
           const LayerKind& kind = t.kinds[k];
-          const double fwd = n * (t.seed ? t.seed_full_input : chunks[c].full_kept[k]);
-          const double copy = t.seed ? kind.clip : grad_clip_copy(kind.params, t.z, run);
-          const double dpc = t.seed ? kind.dp_comm : grad_clip_dp_comm(kind.params, s, run);
+          const double fwd = n * chunks[c].full_kept[k];
+          const bool seed_counts = t.rules->layer_counts == LayerCounts::seed_counts;
+          const double copy = seed_counts ? kind.clip : grad_clip_copy(kind.params, t.z, run);
+          const double dpc = seed_counts ? kind.dp_comm : grad_clip_dp_comm(kind.params, s, run);
           st.activations += static_cast<double>(count) * grad_clip_addition(fwd, copy, dpc);
         }
       }
@@ -320,7 +322,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     // §9: the transients.
     const std::array<double, 2> pg{t.kinds[0].gathered_params, t.kinds[1].gathered_params};
     const std::array<double, 2> rg{t.kinds[0].reduce_buffers, t.kinds[1].reduce_buffers};
-    if (t.seed) {
+    if (t.rules->layer_transient == LayerTransientRule::stage_last_layer) {
       if (seed_last_kind >= 0) {
         const auto k = static_cast<std::size_t>(seed_last_kind);
         st.tr_layer = layer_transient(seed_last, pg[k], rg[k], t.x_sp);

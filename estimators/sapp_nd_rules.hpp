@@ -1,6 +1,6 @@
 // The sapp_nd_compat rules profile (`--rules sapp-nd`, docs/spec/memory-model.md §17): the
 // seed's own body-layer expressions where the default rules depart from them (§17.3 items
-// 1–14). Only the quantities that differ live here; memory_evaluator.cpp selects them.
+// 1–14). Only the quantities that differ live here; rules_profile.hpp names each as a variant.
 #pragma once
 
 #include <cstdint>

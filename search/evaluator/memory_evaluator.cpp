@@ -15,6 +15,7 @@
 #include "estimators/overheads.hpp"
 #include "estimators/parameter_counts.hpp"
 #include "estimators/pipeline_layout.hpp"
+#include "estimators/rules_profile.hpp"
 #include "estimators/sapp_nd_rules.hpp"
 #include "search/evaluator/slot_hash.hpp"
 #include "estimators/strategy_rules.hpp"
@@ -40,6 +41,11 @@ void offer(std::array<double, 2>& best, std::array<std::int64_t, 2>* at, std::ar
   }
 }
 
+// The evaluator's reuse (the memo, twin chunks, totals without stages) is written for the
+// standard profile's variants (rules_profile.hpp); under another profile it walks and totals
+// every strategy in full.
+bool standard_profile(const RulesProfile& rules) { return &rules == &rules_profile(Rules::standard); }
+
 // §9.8: DualPipeV's two chunks overlap, and the stage's transient reads each chunk's own.
 bool dualpipev_overlap(const Strategy& s) { return s.schedule == Schedule::dualpipev && s.vpp == 2; }
 
@@ -50,14 +56,17 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
                      const LayoutPlan& plan, KindCache* cache, std::uint64_t context, const Model& m, const Run& run,
                      const Device& dev, const Strategy& s, bool counts) {
   side.counts = counts;
-  const bool seed = run.rules == Rules::sapp_nd;
+  const RulesProfile& rules = rules_profile(run);
+  // Item 13's variant prices each stage's last body layer only: every chunk is walked (no twins).
+  const bool last_layer_only = rules.layer_transient == LayerTransientRule::stage_last_layer;
+  const bool whole_input = rules.full_layer_kept == FullLayerKept::whole_sequence_input;
   const RunOptions& o = run.options;
   const std::int64_t nv = s.virtual_stages();
   const double h = static_cast<double>(m.hidden);
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
   const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
-  const double g_kv = seed ? sapp_nd::gathered_kv(m, run, s) : gathered_kv_bytes(m, run, s);
-  const double seed_full_input = seed ? sapp_nd::full_layer_input(m, run, s) : 0;
+  const double g_kv = rules.gathered_kv(m, run, s);
+  const double seed_full_input = whole_input ? sapp_nd::full_layer_input(m, run, s) : 0;
   auto kind = [&](FfnKind ffn, RankParams& params) {
     params = layer_rank_params(m, s, ffn);
     return kind_activation(m, run, s, ffn, n_cp, g_kv);
@@ -100,8 +109,7 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
   const std::size_t mtp_kind = mtp_ffn == FfnKind::moe ? 1 : 0;
 
   // The CP and EP buffers are the same on every stage that holds layers (MoE layers for EP).
-  const double tr_cp =
-      seed ? sapp_nd::cp_buffer(m, run, s, dev.devices_per_node) : cp_buffer_transient(m, run, s, dev.devices_per_node);
+  const double tr_cp = rules.cp_buffer(m, run, s, dev.devices_per_node);
   const double tr_ep = m.is_moe() ? ep_buffer_transient(m, run, s, n_cp) : 0;
   // Grown, never shrunk: a memo entry serves strategies of every pp in turn, and shrinking would
   // free the stages' vectors only for the next larger pp to allocate them again.
@@ -122,7 +130,7 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
     for (const bool full : {false, true}) {
       const Recompute mode = full ? Recompute::full : rest_mode;
       LayerActivation act = k.by_mode[static_cast<std::size_t>(mode)];
-      if (seed && mode == Recompute::full) act.kept = seed_full_input;
+      if (whole_input && mode == Recompute::full) act.kept = seed_full_input;
       run_act[ki][full ? 1 : 0] = act;
     }
     attn_tp[ki] = n_cp * k.census.w_att_tp;
@@ -163,7 +171,7 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
 
     // Without per-chunk figures the stage's repeats (layout_plan.hpp) only take their twin's bytes:
     // the other chunks are walked, in order, and the repeats copied after.
-    const bool listed = plain && !seed;
+    const bool listed = plain && !last_layer_only;
     const std::int64_t walked_chunks = listed ? static_cast<std::int64_t>(ps.walk_end - ps.walk_begin) : s.vpp;
     for (std::int64_t n = 0; n < walked_chunks; ++n) {
       const std::int64_t c =
@@ -172,7 +180,7 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
       const PlannedChunk& pc = plan.chunk(i, c);
       const std::int64_t u = pc.vstage;
       double& A = st.chunk_bytes[cu];
-      if (!seed && pc.twin != PlannedChunk::kNoTwin) {
+      if (!last_layer_only && pc.twin != PlannedChunk::kNoTwin) {
         // The same runs as an earlier chunk walked in this call: the same figures, in the same
         // order of additions. Offering only its first largest candidate per kind leaves the
         // stage's first largest (and its position) as the scan over every run would.
@@ -200,7 +208,7 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
       position = pc.position;
       A = 0;
       // What a twin copies, when this chunk has one (filled as the chunk is walked).
-      ChunkWalk* walk = pc.walked && !seed ? &walks[static_cast<std::size_t>(i * s.vpp + c)] : nullptr;
+      ChunkWalk* walk = pc.walked && !last_layer_only ? &walks[static_cast<std::size_t>(i * s.vpp + c)] : nullptr;
       if (walk) *walk = ChunkWalk{};
       const std::int64_t chunk_start = position;
       Recompute last_mode = rest_mode;
@@ -253,7 +261,7 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
         const double base = act.working - (after + steps * act.kept);
         const std::int64_t at = act.kept < 0 ? R.first : R.first + R.count - 1;
         const std::int64_t last = R.first + R.count - 1;
-        if (seed) {
+        if (last_layer_only) {
           // Item 13: the stage's last body layer only; per chunk, the fully recomputed layers.
           if (j + 1 == pc.end && u > seed_last_vstage) {
             seed_last_vstage = u;
@@ -289,7 +297,7 @@ void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, Interl
       }
     }
 
-    if (seed) {  // item 8: the seed's micro factors
+    if (rules.in_flight == InFlightCounts::seed_micro_factors) {  // item 8
       st.chunk_inflight = sapp_nd::micro_factors(s, i);
       double peak = 0;
       for (std::size_t c = 0; c < st.chunk_inflight.size(); ++c) {
@@ -381,7 +389,9 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
 void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, const ActivationSide& side,
             StaticSide& statics, std::uint64_t context, const Model& m, const Run& run, const Device& dev,
             const Strategy& s, const PipelineLayout& layout, const LayoutPlan& plan, double headroom_bytes) {
-  const bool seed = run.rules == Rules::sapp_nd;
+  const RulesProfile& rules = rules_profile(run);
+  const bool seed_counts = rules.layer_counts == LayerCounts::seed_counts;
+  const bool last_layer_only = rules.layer_transient == LayerTransientRule::stage_last_layer;
   const RunOptions& o = run.options;
   const double h = static_cast<double>(m.hidden);
   const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
@@ -392,9 +402,10 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   const bool fresh_statics = context == 0 || statics.context != context || !(statics.key == key);
   report.capacity = dev.capacity;
   report.budget = dev.capacity - headroom_bytes;
-  // Without detail and without the seed's rules, the grad-clip seed or DualPipeV's overlap (which
-  // read per-chunk figures), only the totals are made.
-  const bool totals_only = !detail && !seed && !grad_clip_adjusts(run) && !dualpipev_overlap(s);
+  // Without detail, under the standard profile (finish_totals prices its variants only) and
+  // without the grad-clip copy or DualPipeV's overlap (which read per-chunk figures), only the
+  // totals are made.
+  const bool totals_only = !detail && standard_profile(rules) && !grad_clip_adjusts(run) && !dualpipev_overlap(s);
   if (totals_only && !fresh_statics) {
     while (!report.stages.empty()) {  // (kept for a later detailed estimate, as below)
       spare.push_back(std::move(report.stages.back()));
@@ -405,8 +416,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   }
   const ZeroDivisors z = zero_divisors(s, run);
   const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
-  const double seed_full_input = seed ? sapp_nd::full_layer_input(m, run, s) : 0;
-  const EndParams ends = end_params(m, run, s);  // §4.7, §4.8, §5.3
+  const EndParams ends = end_params(m, run, s);        // §4.7, §4.8, §5.3
   const RankParams& embedding_table = ends.embedding;
   const RankParams& vocab_table = ends.vocab;
   const RankParams& final_norm = ends.final_norm;
@@ -415,12 +425,12 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   if (fresh_statics) {
     statics.context = context;
     statics.key = key;
-    const sapp_nd::Factors seed_f = seed ? sapp_nd::factors(m, s) : sapp_nd::Factors{};
+    const sapp_nd::Factors seed_f = seed_counts ? sapp_nd::factors(m, s) : sapp_nd::Factors{};
     auto kind = [&](FfnKind ffn, const RankParams& params) {
       KindStates k;
       k.states = model_states(params, z, run, false, keep_gathered);
       if (gather_per_layer) k.gathered_params = gathered_layer_params(params, run);
-      if (seed) {
+      if (seed_counts) {
         const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
         k.states = sapp_nd::layer_states(counts, seed_f, run);
         if (keep_gathered) k.states.gathered = run.precision.beta_gather * params.total();
@@ -568,7 +578,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
 
     // §9.1's largest layer candidate: the better kind (the first met in the scan on a tie).
     double tr_layer = 0, max_pg = 0, max_rg = 0;
-    if (seed) {
+    if (last_layer_only) {
       if (a.seed_last_kind >= 0) {
         const auto k = static_cast<std::size_t>(a.seed_last_kind);
         tr_layer = layer_transient(a.seed_last[0], pg[k], rg[k], x_sp);
@@ -592,15 +602,16 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
         for (std::size_t kind_index = 0; kind_index < 2; ++kind_index) {
           const std::int64_t count = a.full_layers[c][kind_index];
           if (count == 0) continue;
-          if (seed) {
+          // A full layer keeps the same input whatever its kind (its K_1, or item 9's).
+          const double fwd = n * a.full_kept[c];
+          if (seed_counts) {
             // Item 10: the seed's own copy and DP comm (elements, as the seed counts them).
             const KindStates& k = kind_index == 1 ? moe : dense;
-            st.activations += static_cast<double>(count) * grad_clip_addition(n * seed_full_input, k.clip, k.dp_comm);
+            st.activations += static_cast<double>(count) * grad_clip_addition(fwd, k.clip, k.dp_comm);
           } else {
             const RankParams& p = side.params[kind_index == 1 && m.is_moe() ? 1 : 0];
-            st.activations +=
-                static_cast<double>(count) *
-                grad_clip_addition(n * a.full_kept[c], grad_clip_copy(p, z, run), grad_clip_dp_comm(p, s, run));
+            st.activations += static_cast<double>(count) *
+                              grad_clip_addition(fwd, grad_clip_copy(p, z, run), grad_clip_dp_comm(p, s, run));
           }
         }
       }
@@ -712,16 +723,17 @@ MemoryReport estimate_memory(const Model& m, const Run& run, const Cluster& clus
 
 void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Model& m, const Run& run,
                           const Cluster& cluster, const Strategy& s, double headroom_bytes, bool stage_detail) {
-  // --rules sapp-nd: the seed's own expressions where §17.3 says the default rules depart.
-  const bool seed = run.rules == Rules::sapp_nd;
-  const Device dev = seed ? sapp_nd::overheads(cluster.device) : cluster.device;
+  const RulesProfile& rules = rules_profile(run);
+  const Device dev = rules.device(cluster.device);
   // The side and the (z, G) side read the same plan: that of the strategy's layout, which is the
   // layout of every strategy a memo entry serves (the memo's node and mode fix it).
   const LayoutPlan& plan = scratch.layout_plan(m, run, s);
-  // The seed's activation side reads z and G (its shard factors), so it is never reused.
-  const std::uint64_t context = seed ? 0 : scratch.memo_context;
+  // The reuse across strategies is written for the standard profile's variants: under another,
+  // every estimate is made afresh.
+  const bool standard = standard_profile(rules);
+  const std::uint64_t context = standard ? scratch.memo_context : 0;
   // Only what finish_totals adds up is wanted without stage detail (finish's totals_only).
-  const bool counts = stage_detail || seed || grad_clip_adjusts(run) || dualpipev_overlap(s);
+  const bool counts = stage_detail || !standard || grad_clip_adjusts(run) || dualpipev_overlap(s);
   if (context == 0) {
     activation_side(scratch.side, scratch.walks, scratch.interleaved, plan, nullptr, 0, m, run, dev, s, counts);
     finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s,
