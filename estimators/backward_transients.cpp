@@ -44,34 +44,9 @@ double ep_buffer_transient(const Model& m, const Run& run, const Strategy& s, do
          o.beta_a * (1 + static_cast<double>(s.etp));
 }
 
-double layer_transient(double base, double gathered, double reduce_buffers, double x_sp) {
-  return base + gathered + reduce_buffers + x_sp;
-}
-
-LayerCandidate largest_layer_candidate(const std::array<double, 2>& base, const std::array<std::int64_t, 2>& order,
-                                       const std::array<double, 2>& gathered,
-                                       const std::array<double, 2>& reduce_buffers, double x_sp) {
-  constexpr double kNone = -std::numeric_limits<double>::infinity();
-  LayerCandidate best{kNone, -1};
-  std::int64_t best_order = 0;
-  for (std::size_t k = 0; k < 2; ++k) {
-    if (base[k] == kNone) continue;
-    const double tr = layer_transient(base[k], gathered[k], reduce_buffers[k], x_sp);
-    if (tr > best.transient || (tr == best.transient && order[k] < best_order)) {
-      best = {tr, static_cast<int>(k)};
-      best_order = order[k];
-    }
-  }
-  if (best.kind < 0) best.transient = 0;
-  return best;
-}
-
-double dualpipev_transient(const std::array<double, 2>& chunk_kept, const std::array<double, 2>& chunk_layer) {
-  return std::max(chunk_kept[0] + chunk_layer[1], chunk_kept[1] + chunk_layer[0]);
-}
-
-double largest_transient(double layer, double attn, double logits, double fsdp, double bucket, double cp, double ep) {
-  return std::max({0.0, layer, attn, logits, fsdp, bucket, cp, ep});
+double sp_gathered_input(const Model& m, const Run& run, const Strategy& s) {
+  const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
+  return s.tp > 1 && s.sp ? n_cp * run.options.beta_a * static_cast<double>(m.hidden) : 0;
 }
 
 }  // namespace meshfit

@@ -65,19 +65,12 @@ LayerKind layer_kind(const Model& m, const Run& run, const Strategy& s, FfnKind 
   k.census = activation.census;
   k.by_mode = activation.by_mode;
   // Model states and buffers (§6, §9.1), the seed's own counts under its rules (§17.3).
-  k.states = model_states(k.params, t.z, run, false, t.keep_gathered);
-  if (t.gather_per_layer) k.gathered_params = gathered_layer_params(k.params, run);
-  if (t.rules->layer_counts == LayerCounts::seed_counts) {
-    const sapp_nd::Factors f = sapp_nd::factors(m, s);
-    const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
-    k.states = sapp_nd::layer_states(counts, f, run);
-    if (t.keep_gathered) k.states.gathered = run.precision.beta_gather * k.params.total();
-    k.reduce_buffers = sapp_nd::reduced_grads(counts, f, s, run);
-    k.clip = sapp_nd::grad_clip_buffer(counts, f, run);
-    k.dp_comm = sapp_nd::dp_comm_elements(counts, f, s, m.is_moe());
-  } else {
-    k.reduce_buffers = reduce_scatter_buffers(k.params, t.z, run, s);
-  }
+  const LayerStates zero = layer_states(m, run, s, ffn, k.params, t.z);
+  k.states = zero.states;
+  k.gathered_params = zero.gathered_params;
+  k.reduce_buffers = zero.reduce_buffers;
+  k.clip = zero.clip;
+  k.dp_comm = zero.dp_comm;
   return k;
 }
 
@@ -87,7 +80,7 @@ Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strate
   t.rules = &rules_profile(run);
   t.h = static_cast<double>(m.hidden);
   t.n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
-  t.x_sp = s.tp > 1 && s.sp ? t.n_cp * o.beta_a * t.h : 0;
+  t.x_sp = sp_gathered_input(m, run, s);
   if (t.rules->full_layer_kept == FullLayerKept::whole_sequence_input)
     t.seed_full_input = sapp_nd::full_layer_input(m, run, s);
   t.rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
@@ -252,7 +245,7 @@ void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& ch
 MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s,
                               double headroom_bytes) {
   // --rules sapp-nd: the seed's own device overheads (§17.3).
-  const Device dev = rules_profile(run).device(cluster.device);
+  const Device dev = profile_device(rules_profile(run), cluster.device);
   const PipelineLayout layout = make_layout(m, run, s);
   Terms t = terms(m, run, cluster, s, layout);
   MemoryReport report;

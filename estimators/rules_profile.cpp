@@ -6,27 +6,25 @@
 
 namespace meshfit {
 
-namespace {
-
-Device own_overheads(Device d) { return d; }
+namespace rules_detail {
 
 // Immutable tables, one per --rules value.
-constexpr RulesProfile kStandard{
+const RulesProfile standard_rules{
     "default",
     gathered_kv_bytes,
     cp_buffer_transient,
-    own_overheads,
+    nullptr,
     FullLayerKept::own_k1,
     LayerCounts::per_rank,
     InFlightCounts::schedule,
     LayerTransientRule::every_layer,
     false,
 };
-constexpr RulesProfile kSappNd{
+const RulesProfile sapp_nd_rules{
     "sapp-nd",
-    sapp_nd::gathered_kv,
-    sapp_nd::cp_buffer,
-    sapp_nd::overheads,
+    ::meshfit::sapp_nd::gathered_kv,
+    ::meshfit::sapp_nd::cp_buffer,
+    ::meshfit::sapp_nd::overheads,
     FullLayerKept::whole_sequence_input,
     LayerCounts::seed_counts,
     InFlightCounts::seed_micro_factors,
@@ -34,8 +32,6 @@ constexpr RulesProfile kSappNd{
     true,
 };
 
-}  // namespace
-
-const RulesProfile& rules_profile(Rules rules) { return rules == Rules::sapp_nd ? kSappNd : kStandard; }
+}  // namespace rules_detail
 
 }  // namespace meshfit

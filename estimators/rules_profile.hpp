@@ -29,7 +29,7 @@ struct RulesProfile {
   double (*gathered_kv)(const Model&, const Run&, const Strategy&);
   // Item 11 (§9.6): Tr_cp, the CP key/value buffers.
   double (*cp_buffer)(const Model&, const Run&, const Strategy&, std::int64_t devices_per_node);
-  // Item 14 (§11): the device's overheads.
+  // Item 14 (§11): the device's overheads; null: the device's own.
   Device (*device)(Device);
   FullLayerKept full_layer_kept;
   LayerCounts layer_counts;
@@ -40,7 +40,17 @@ struct RulesProfile {
   bool clip_copy_always;
 };
 
-const RulesProfile& rules_profile(Rules rules);
+namespace rules_detail {
+extern const RulesProfile standard_rules, sapp_nd_rules;
+}  // namespace rules_detail
+
+// Asked for several times per estimate: inline.
+inline const RulesProfile& rules_profile(Rules rules) {
+  return rules == Rules::sapp_nd ? rules_detail::sapp_nd_rules : rules_detail::standard_rules;
+}
 inline const RulesProfile& rules_profile(const Run& run) { return rules_profile(run.rules); }
+
+// The device a run's estimate prices: the preset's, or with the profile's own overheads.
+inline Device profile_device(const RulesProfile& rules, const Device& d) { return rules.device ? rules.device(d) : d; }
 
 }  // namespace meshfit

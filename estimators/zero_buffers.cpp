@@ -2,7 +2,31 @@
 
 #include <algorithm>
 
+#include "estimators/rules_profile.hpp"
+#include "estimators/sapp_nd_rules.hpp"
+
 namespace meshfit {
+
+LayerStates layer_states(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, const RankParams& layer,
+                         const ZeroDivisors& z) {
+  const bool reshard = reshards_after_forward(run, s);
+  const bool keep_gathered = s.zero == 3 && !reshard;  // §6.1
+  LayerStates k;
+  if (s.zero == 3 && reshard) k.gathered_params = gathered_layer_params(layer, run);
+  if (rules_profile(run).layer_counts == LayerCounts::seed_counts) {
+    const sapp_nd::Factors f = sapp_nd::factors(m, s);
+    const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
+    k.states = sapp_nd::layer_states(counts, f, run);
+    if (keep_gathered) k.states.gathered = run.precision.beta_gather * layer.total();
+    k.reduce_buffers = sapp_nd::reduced_grads(counts, f, s, run);
+    k.clip = sapp_nd::grad_clip_buffer(counts, f, run);
+    k.dp_comm = sapp_nd::dp_comm_elements(counts, f, s, m.is_moe());
+  } else {
+    k.states = model_states(layer, z, run, false, keep_gathered);
+    k.reduce_buffers = reduce_scatter_buffers(layer, z, run, s);
+  }
+  return k;
+}
 
 double gathered_layer_params(const RankParams& layer, const Run& run) {
   const double prefetch = 1 + static_cast<double>(run.options.fsdp_prefetch_layers);

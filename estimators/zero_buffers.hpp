@@ -11,6 +11,18 @@
 
 namespace meshfit {
 
+// One body layer's model states (§6) and buffers — Pg and Rg (§9.1), and under the seed's layer
+// counts (rules_profile.hpp) its own states, Rg and clipping figures (§17.3 items 1, 6, 7, 10) —
+// given its per-rank parameters: what every layer of a kind holds under a ZeRO setting.
+struct LayerStates {
+  ModelStates states;
+  double gathered_params = 0;    // Pg
+  double reduce_buffers = 0;     // Rg
+  double clip = 0, dp_comm = 0;  // the seed's gradient-clipping buffer and DP comm (item 10)
+};
+LayerStates layer_states(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, const RankParams& layer,
+                         const ZeroDivisors& z);
+
 // Pg (§9.1): under per-layer FSDP gathering, a layer's own gathered parameters and those of the
 // layers prefetched with it (fsdp_prefetch_layers), in the gather dtype.
 double gathered_layer_params(const RankParams& layer, const Run& run);

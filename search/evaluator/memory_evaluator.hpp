@@ -18,6 +18,7 @@
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/run.hpp"
 #include "estimators/strategy.hpp"
+#include "estimators/zero_buffers.hpp"
 #include "search/evaluator/zero_free_memo.hpp"
 
 namespace meshfit {
@@ -63,13 +64,7 @@ struct KindCache {
 };
 
 // A layer kind's model states and ZeRO/FSDP buffers under a strategy's (z, G).
-struct KindStates {
-  ModelStates states;          // of one layer
-  double gathered_params = 0;  // Pg: its own and the prefetched layer's gathered parameters (§9.1)
-  double reduce_buffers = 0;   // Rg: its gradients as produced and reduce-scattered (§9.1)
-  // --rules sapp-nd only: its gradient-clipping buffer and DP comm (§17.3).
-  double clip = 0, dp_comm = 0;
-};
+using KindStates = LayerStates;
 
 // What the (z, G) side owes to neither the recompute mode (but whether it is full) nor the
 // micro-batch size: the kinds' states and buffers and each stage's model states. The search visits
