@@ -55,18 +55,14 @@ bool runs_hyperparallel(const Run& run, const RecomputeSwitches& sw) {
   return run.options.selective_policy == SelectivePolicy::torchtitan_op_sac || sw == RecomputeSwitches::hyperparallel();
 }
 
-}  // namespace
-
-LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Strategy& s, FfnKind ffn) {
-  LayerTime t;
+// §7.3: the layer's kernels, forward and backward (and its memory-bound elementwise ops), and
+// what each recompute mode repeats (§7.2).
+void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d, const Strategy& s, FfnKind ffn,
+                  const LayerFlops& flops, double rho) {
   const RunOptions& o = run.options;
   const KernelScales eta = kernel_scales(run, s);
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
-  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
-  const LayerFlops flops = layer_flops(m, ffn, b * seq, seq, b, rho);
   const double shards = static_cast<double>(s.tp * s.cp);  // §7.3: every op split over tp·cp
-  const bool tree = o.latency_tree;
-
   double att_proj_f = 0, ffn_proj_f = 0, up_f = 0;
   for (std::size_t i = 0; i < flops.count; ++i) {
     const FlopOp& op = flops.ops[i];
@@ -111,10 +107,14 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
     if (!sw.attUp) t.recompute[sel] += up_f;
   }
   t.recompute_repeats_cp[static_cast<int>(Recompute::full)] = true;
+}
 
+// TP/SP (§7.5): activation buffers S_tp = n_cp·h·β_a.
+void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, const Strategy& s, FfnKind ffn) {
+  const RunOptions& o = run.options;
   const double h = static_cast<double>(m.hidden), beta_a = o.beta_a;
-  const double n_cp = b * seq / static_cast<double>(s.cp);
-  // TP/SP (§7.5): activation buffers S_tp = n_cp·h·β_a.
+  const double n_cp = static_cast<double>(s.micro_batch) * static_cast<double>(run.seq) / static_cast<double>(s.cp);
+  const bool tree = o.latency_tree;
   if (s.tp > 1) {
     const Group tp = make_group(d, 1, s.tp, tree);
     const double S = n_cp * h * beta_a;
@@ -129,8 +129,18 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
     t.tp_forward = forward;
     t.tp = 2 * forward;
   }
+}
 
-  // CP (§7.5): Ulysses all-to-alls, ring hops overlapped with the core, or all-gather.
+// CP (§7.5): Ulysses all-to-alls, ring hops overlapped with the core, or all-gather.
+void cp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, const Strategy& s,
+             const LayerFlops& flops) {
+  const RunOptions& o = run.options;
+  const KernelScales eta = kernel_scales(run, s);
+  const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
+  const double shards = static_cast<double>(s.tp * s.cp);
+  const double beta_a = o.beta_a;
+  const double n_cp = b * seq / static_cast<double>(s.cp);
+  const bool tree = o.latency_tree;
   if (s.cp > 1) {
     const double a_tp = static_cast<double>(m.heads) / static_cast<double>(s.tp);
     const double kv_heads = m.attention == AttentionKind::mla ? static_cast<double>(m.heads)
@@ -173,9 +183,15 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
     t.cp_forward = fwd;
     t.cp = fwd + bwd;
   }
+}
 
-  // EP (§7.5): dispatch and combine all-to-alls; ETP gathers around the expert GEMMs.
-  if (ffn == FfnKind::moe && (s.ep > 1 || s.etp > 1)) {
+// EP (§7.5): dispatch and combine all-to-alls; ETP gathers around the expert GEMMs.
+void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, const Strategy& s, double rho) {
+  const RunOptions& o = run.options;
+  const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
+  const double h = static_cast<double>(m.hidden), beta_a = o.beta_a;
+  const bool tree = o.latency_tree;
+  if (s.ep > 1 || s.etp > 1) {
     const double n_moe = b * seq / static_cast<double>(s.cp * s.tp);
     const double S_d = n_moe * static_cast<double>(m.top_k) * h * beta_a * rho;
     const Group ep = make_group(d, s.etp, s.ep, tree);
@@ -202,6 +218,20 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
     t.ep_forward = forward;
     t.ep = 2 * forward;
   }
+}
+
+}  // namespace
+
+LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Strategy& s, FfnKind ffn) {
+  LayerTime t;
+  const RunOptions& o = run.options;
+  const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
+  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+  const LayerFlops flops = layer_flops(m, ffn, b * seq, seq, b, rho);
+  compute_time(t, m, run, d, s, ffn, flops, rho);
+  tp_time(t, m, run, d, s, ffn);
+  cp_time(t, m, run, d, s, flops);
+  if (ffn == FfnKind::moe) ep_time(t, m, run, d, s, rho);
   return t;
 }
 
