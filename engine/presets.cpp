@@ -89,6 +89,7 @@ std::vector<std::string> close_names(std::string_view name, const std::vector<st
   }
   std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::string> out;
+  out.reserve(scored.size());
   for (auto& s : scored) out.push_back(std::move(s.second));
   return out;
 }

@@ -15,7 +15,7 @@ constexpr double kMax = std::numeric_limits<double>::max();
 void apply_recompute_switches(const YAML::Node& value, const std::string& source, const std::string& field, Run& run) {
   RunOptions& o = run.options;
   if (value.IsScalar()) {
-    const std::string name = value.Scalar();
+    const std::string& name = value.Scalar();
     o.selective_policy = SelectivePolicy::switches;
     if (name == "megatron_core_attn")
       o.switches = RecomputeSwitches::megatron_core_attn();

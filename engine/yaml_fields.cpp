@@ -163,8 +163,8 @@ std::optional<double> parse_number(const std::string& text) {
   return v;
 }
 
-Fields::Fields(YAML::Node node, std::string source, std::string prefix)
-    : node_(std::move(node)), source_(std::move(source)), prefix_(std::move(prefix)) {
+Fields::Fields(const YAML::Node& node, std::string source, std::string prefix)
+    : node_(node), source_(std::move(source)), prefix_(std::move(prefix)) {
   if (!node_.IsMap()) {
     const std::string where = prefix_.empty() ? "the document" : "field '" + prefix_ + "'";
     throw InputError(source_ + ": " + where + ": expected a map of fields, got " + describe(node_));

@@ -19,7 +19,7 @@ YAML::Node load_yaml_file(const std::string& path);
 class Fields {
  public:
   // `node` must be a map; `source` is the file name, `prefix` the path of the map inside it.
-  Fields(YAML::Node node, std::string source, std::string prefix = "");
+  Fields(const YAML::Node& node, std::string source, std::string prefix = "");
 
   const std::string& source() const { return source_; }
   std::string path(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }

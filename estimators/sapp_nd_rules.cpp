@@ -15,7 +15,8 @@ Factors factors(const Model& m, const Strategy& s) {
   const double G = static_cast<double>(s.shard_group);
   if (s.etp > 1) {
     f.tp_exp = static_cast<double>(s.etp);
-    f.dp_exp = static_cast<double>((s.dp * s.tp * s.cp) / s.etp / s.ep);
+    // The seed's integer degree (SAPP-ND divides whole device counts), clamped below.
+    f.dp_exp = static_cast<double>((s.dp * s.tp * s.cp) / s.etp / s.ep);  // NOLINT(bugprone-integer-division)
   } else {
     f.tp_exp = s.tp * s.ep > s.dp * s.tp ? 1 : tp;
     f.dp_exp = static_cast<double>(s.dp >= s.ep ? s.dp / s.ep : (s.dp * s.tp) / s.ep);

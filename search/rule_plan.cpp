@@ -90,7 +90,7 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
   }
   constexpr std::uint32_t fixed = kTp | kCp | kPp | kZero | kShardGroup;
   for (std::size_t k = 0; k < plan.rules.size(); ++k) {
-    plan.at[static_cast<std::size_t>(2 * plan.rules[k].level + (plan.rules[k].reads_b ? 1 : 0))].push_back(k);
+    plan.at[2 * static_cast<std::size_t>(plan.rules[k].level) + (plan.rules[k].reads_b ? 1 : 0)].push_back(k);
     if (plan.rules[k].level == zero_level && !plan.rules[k].reads_b) {
       (((reads_of[k] & ~fixed) == 0) ? plan.zero_fixed : plan.zero_rest).push_back(k);
       if ((reads_of[k] & ~(fixed | kEp | kEtp)) != 0) plan.zero_rest_reads_experts_only = false;
@@ -121,7 +121,7 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
 
 std::size_t first_failing(const SearchSpace& space, const RulePlan& plan, int level, bool per_b, const Strategy& s,
                           std::size_t bound) {
-  return first_failing_in(space, plan, plan.at[static_cast<std::size_t>(2 * level + (per_b ? 1 : 0))], s, bound);
+  return first_failing_in(space, plan, plan.at[2 * static_cast<std::size_t>(level) + (per_b ? 1 : 0)], s, bound);
 }
 
 std::size_t first_failing_in(const SearchSpace& space, const RulePlan& plan, const std::vector<std::size_t>& list,

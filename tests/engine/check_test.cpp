@@ -11,7 +11,6 @@
 
 #include "test_support.hpp"
 
-using meshfit::test::data_path;
 using meshfit::test::run;
 using meshfit::test::xml_elements;
 

@@ -18,7 +18,8 @@ TEST_CASE("verify: the searches' reported strategies agree with fresh estimates"
            {"mixtral-8x7b", 32, 4096, 128},
            {"deepseek-v3", 256, 4096, 1024},
            {test::data_path("models/deepseek-v2-lite.json"), 16, 2048, 64}}) {
-    CAPTURE(model);
+    const std::string model_name = model;  // (CAPTURE cannot take a structured binding in clang 14)
+    CAPTURE(model_name);
     RunFlags f;
     f.seq = seq;
     f.global_batch = gb;

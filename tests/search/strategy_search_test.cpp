@@ -276,7 +276,7 @@ TEST_CASE("search CLI: JSON shape, byte-identical output, exit 1 when nothing fi
   CHECK(a.code == 0);
   CHECK(a.out.find("{\"budget_gib\":79.6474609375,\"front\":[{\"strategy\":{\"dp\":") == 0);
   CHECK(a.out.find("\"counts\":{\"enumerated\":") != std::string::npos);
-  auto strip_seconds = [](std::string s) { return s.substr(0, s.find("\"seconds\"")); };
+  auto strip_seconds = [](const std::string& s) { return s.substr(0, s.find("\"seconds\"")); };
   std::vector<std::string> one_thread = args;
   one_thread.insert(one_thread.end(), {"--threads", "1"});
   CHECK(strip_seconds(meshfit::test::run(one_thread).out) == strip_seconds(a.out));
