@@ -13,18 +13,24 @@
 #include "engine/device_config.hpp"
 #include "engine/model_config.hpp"
 #include "engine/run_config.hpp"
+#include "search/search_workspace.hpp"
 #include "search/strategy_search.hpp"
 
 using namespace meshfit;
 
 namespace {
 
+// One workspace for every search, as a caller running many searches keeps it (search_workspace.hpp).
+SearchWorkspace workspace;
+
 SearchResult once(const Model& m, const Run& run, const Cluster& c) {
   SearchSpace space;
   space.model = &m;
   space.run = &run;
   space.cluster = &c;
-  return run_search(space, SearchOptions{});
+  SearchOptions options;
+  options.workspace = &workspace;
+  return run_search(space, options);
 }
 
 // Median wall seconds of `repeats` searches (the counts are the same every time).

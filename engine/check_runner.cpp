@@ -16,6 +16,7 @@
 #include "search/evaluator/memory_evaluator.hpp"
 #include "search/evaluator/step_time_evaluator.hpp"
 #include "search/search_verifier.hpp"
+#include "search/search_workspace.hpp"
 #include "search/strategy_search.hpp"
 
 namespace meshfit {
@@ -74,7 +75,7 @@ void check_pinned(const CheckEntry& e, const Model& m, const Run& run, const Clu
 }
 
 void check_free(const CheckEntry& e, const Model& m, const Run& run, const Cluster& c, double headroom,
-                CheckResult& r) {
+                SearchWorkspace* workspace, CheckResult& r) {
   SearchSpace space;
   space.model = &m;
   space.run = &run;
@@ -82,6 +83,7 @@ void check_free(const CheckEntry& e, const Model& m, const Run& run, const Clust
   SearchOptions options;
   options.top_k = 1;
   options.best_only = true;  // only the fastest fitting strategy is reported
+  options.workspace = workspace;
   options.headroom_bytes = headroom;
   // An expected maximum peak narrows the budget: only strategies under it count.
   if (e.max_peak_gib) options.headroom_bytes = std::max(headroom, c.device.capacity - *e.max_peak_gib * kGiB);
@@ -120,7 +122,7 @@ void check_free(const CheckEntry& e, const Model& m, const Run& run, const Clust
 
 }  // namespace
 
-CheckResult run_check(const CheckEntry& e) {
+CheckResult run_check(const CheckEntry& e, SearchWorkspace* workspace) {
   const auto start = std::chrono::steady_clock::now();
   CheckResult r;
   r.name = e.name;
@@ -140,7 +142,7 @@ CheckResult run_check(const CheckEntry& e) {
     if (e.strategy) {
       check_pinned(e, m, run, c, headroom, r);
     } else {
-      check_free(e, m, run, c, headroom, r);
+      check_free(e, m, run, c, headroom, workspace, r);
     }
   } catch (const InputError& err) {
     r.status = CheckStatus::error;
@@ -155,7 +157,9 @@ CheckResult run_check(const CheckEntry& e) {
 
 std::vector<CheckResult> run_checks(const std::vector<CheckEntry>& entries) {
   std::vector<CheckResult> results(entries.size());
-  tbb::parallel_for(std::size_t{0}, entries.size(), [&](std::size_t i) { results[i] = run_check(entries[i]); });
+  SearchWorkspace workspace;  // one for every entry's search (search_workspace.hpp)
+  tbb::parallel_for(std::size_t{0}, entries.size(),
+                    [&](std::size_t i) { results[i] = run_check(entries[i], &workspace); });
   return results;
 }
 

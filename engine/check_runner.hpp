@@ -14,6 +14,8 @@
 
 namespace meshfit {
 
+class SearchWorkspace;
+
 enum class CheckStatus { pass, fail, error };
 const char* to_string(CheckStatus s);
 
@@ -33,7 +35,9 @@ struct CheckResult {
   double seconds = 0;
 };
 
-CheckResult run_check(const CheckEntry& entry);  // never throws: errors become status error
+// Never throws: errors become status error. `workspace`: storage kept across checks (null: the
+// search makes its own).
+CheckResult run_check(const CheckEntry& entry, SearchWorkspace* workspace = nullptr);
 std::vector<CheckResult> run_checks(const std::vector<CheckEntry>& entries);
 
 // 0 every entry passes, 1 some entry fails, 2 some entry could not be read (cli.md).

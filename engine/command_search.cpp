@@ -32,6 +32,7 @@
 #include "engine/yaml_fields.hpp"
 #include "search/evaluator/memory_evaluator.hpp"
 #include "search/search_verifier.hpp"
+#include "search/search_workspace.hpp"
 #include "search/strategy_search.hpp"
 
 namespace meshfit {
@@ -349,7 +350,9 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   }
   check_distinct_outputs({{"--plot", plot_file}, {"--report", report_file}, {"--export-out", export_out}});
   options.collect_cloud = !plot_file.empty() || !report_file.empty();
-  if (counts.size() > 1) {  // the inverse query: which device counts can train this at all?
+  if (counts.size() > 1) {      // the inverse query: which device counts can train this at all?
+    SearchWorkspace workspace;  // kept across the counts' searches
+    options.workspace = &workspace;
     std::vector<std::pair<std::int64_t, SearchResult>> results;
     for (std::int64_t n : counts) {
       cluster.devices = n;

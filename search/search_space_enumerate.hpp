@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
+#include <map>
 #include <type_traits>
 #include <utility>
 
@@ -28,18 +28,23 @@ std::int64_t count_allowed(const std::vector<T>& pins, const std::vector<T>& dom
 }
 }  // namespace space_detail
 
-// What the walk of a triple works in, kept by its caller from triple to triple so that a walk
-// allocates nothing once warm (the search keeps one per thread). It serves one space: its rule
-// plans are that space's.
+// What the walk of a triple works in, kept by its caller from triple to triple (and search to
+// search) so that a walk allocates nothing once warm: the search keeps one per thread.
 struct TripleWalkStorage {
   TripleDomains domains;
   space_detail::RuleWalkState walk;
-  std::array<std::optional<RulePlan>, 2> plans;  // by etp_domain_ok, made on first use
+  // The rule plans met, by what make_rule_plan reads (the pinned dimensions, the policies on,
+  // whether the model has experts, etp_domain_ok): a handful per process.
+  std::map<std::array<std::uint32_t, 4>, RulePlan> plans;
 
   const RulePlan& plan(const SearchSpace& space, bool etp_domain_ok) {
-    std::optional<RulePlan>& p = plans[etp_domain_ok ? 1 : 0];
-    if (!p) p = make_rule_plan(space, etp_domain_ok);
-    return *p;
+    std::uint32_t on = 0;
+    for (std::size_t i = 0; i < kPolicyCount; ++i) on |= space.policies.enabled(static_cast<Policy>(i)) ? 1u << i : 0u;
+    const std::array<std::uint32_t, 4> key{space.pins.given(), on, space.model->is_moe() ? 1u : 0u,
+                                           etp_domain_ok ? 1u : 0u};
+    auto it = plans.find(key);
+    if (it == plans.end()) it = plans.emplace(key, make_rule_plan(space, etp_domain_ok)).first;
+    return it->second;
   }
 };
 

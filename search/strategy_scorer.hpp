@@ -59,17 +59,20 @@ class SharedBounds {
   std::vector<std::pair<std::int64_t, std::int64_t>> front_;
 };
 
-// One thread's storage for one search: the evaluator's scratches and reports and the space walk's
-// storage, reused from strategy to strategy (scoring allocates nothing once warm). Made per search
-// (so it serves one model, run and cluster: the evaluator's reuse is keyed on that), one per
-// thread, and handed to each task that thread runs.
+// One thread's storage for scoring: the evaluator's scratches and reports and the space walk's
+// storage, reused from strategy to strategy (scoring allocates nothing once warm). One per thread
+// in a SearchWorkspace (search_workspace.hpp), handed to each task that thread runs; `begin` tells
+// it which search the task belongs to.
 struct ScoringState {
-  explicit ScoringState(bool reuse) {
-    memory.memo_context = reuse ? 1 : 0;
-    time.memo_context = reuse ? 1 : 0;
-  }
+  ScoringState() = default;
   ScoringState(const ScoringState&) = delete;
   ScoringState& operator=(const ScoringState&) = delete;
+  // `context`: the search's token from its workspace (0: no reuse across strategies). The
+  // evaluator keeps what it reuses under it, so a state serves searches of other models in turn.
+  void begin(std::uint64_t context) {
+    memory.memo_context = context;
+    time.memo_context = context;
+  }
   MemoryScratch memory;
   MemoryReport mem;
   TimeReport time_report;

@@ -6,10 +6,10 @@
 #include <stdexcept>
 
 #include <tbb/blocked_range.h>
-#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_reduce.h>
 
 #include "search/strategy_key.hpp"
+#include "search/search_workspace.hpp"
 #include "search/strategy_scorer.hpp"
 
 namespace meshfit {
@@ -30,9 +30,12 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   walked.weighted_tails = space.weighted_tails && options.passes.enabled(PruningPass::weighted_vpp_tails);
   const ScoringSetup setup{
       walked, options.passes, options.top_k, options.best_only, options.collect_cloud, options.headroom_bytes, budget};
-  // Each thread's evaluator storage, made for this search (never a static: a thread may run tasks
-  // of several searches in turn, as meshfit check does).
-  tbb::enumerable_thread_specific<ScoringState> states(options.reuse);
+  // Each thread's evaluator storage: the caller's workspace, or one for this search alone (never a
+  // static). A thread may run tasks of several searches in turn, as meshfit check does: each task
+  // tells its state which search it serves.
+  SearchWorkspace own;
+  SearchWorkspace& workspace = options.workspace ? *options.workspace : own;
+  const std::uint64_t context = options.reuse ? workspace.next_context() : 0;
   // best_only with k = 1: the fastest fitting step time (ns) any thread has found.
   std::atomic<std::int64_t> fastest{INT64_MAX};
   SharedBounds shared(options.top_k);
@@ -42,7 +45,8 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   const TaskTally total = tbb::parallel_reduce(
       tbb::blocked_range<std::size_t>(0, triples.size(), 1), init,
       [&](const tbb::blocked_range<std::size_t>& range, TaskTally acc) {
-        ScoringState& state = states.local();
+        ScoringState& state = workspace.local();
+        state.begin(context);
         TaskScorer scorer(setup, state, fastest, shared, acc);
         std::size_t polls = 0;
         for (std::size_t t = range.begin(); t != range.end(); ++t) {

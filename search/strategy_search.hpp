@@ -19,6 +19,8 @@
 
 namespace meshfit {
 
+class SearchWorkspace;
+
 struct SearchResult {
   double budget = 0;
   std::vector<ScoredStrategy> front;  // sorted by (time, mem, key)
@@ -47,6 +49,7 @@ struct SearchOptions {
   // StaticSide and KindCache); off only to check that reuse changes nothing.
   bool reuse = true;
   const std::atomic<bool>* stop = nullptr;                 // set by a signal handler: finish early, marked
+  SearchWorkspace* workspace = nullptr;                    // storage kept across searches (search_workspace.hpp)
   std::function<void(std::size_t, std::size_t)> progress;  // (triples done, triples) from any thread
 };
 
