@@ -22,7 +22,7 @@ namespace {
 struct Row {
   const ValidationCase* c;
   double estimate_gib;
-  double error;  // estimate/measured − 1
+  std::optional<double> error;  // estimate/measured − 1, for a case that measured memory
   std::int64_t stage;
   double tokens_per_sec;  // estimated throughput per device
   std::optional<double> tokens_error;
@@ -47,7 +47,9 @@ Row compare(const ValidationCase& c) {
   if (c.measured_tokens_per_sec && *c.measured_tokens_per_sec > 0) {
     tokens_error = t.tokens_per_sec_per_device / *c.measured_tokens_per_sec - 1;
   }
-  return {&c, gib, gib / c.measured_gib - 1, stage, t.tokens_per_sec_per_device, tokens_error};
+  std::optional<double> error;
+  if (c.measured_gib) error = gib / *c.measured_gib - 1;
+  return {&c, gib, error, stage, t.tokens_per_sec_per_device, tokens_error};
 }
 
 double median(std::vector<double> v) {
@@ -74,18 +76,20 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   if (!parse_or_help("validate", args, desc, common, out, &pos)) return 0;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
   if (file.empty()) throw UsageError("meshfit validate: a case file is required\nTry 'meshfit validate --help'.");
-  const std::vector<ValidationCase> cases = load_validation_cases(file);
+  std::vector<UnestimatedCase> unestimated;
+  const std::vector<ValidationCase> cases = load_validation_cases(file, &unestimated);
 
   std::vector<Row> rows;
-  std::vector<double> abs_errors;
-  for (const auto& c : cases) {
-    rows.push_back(compare(c));
-    abs_errors.push_back(std::fabs(rows.back().error));
+  std::vector<double> abs_errors;  // of the cases that measured memory
+  const Row* under = nullptr;
+  const Row* over = nullptr;
+  for (const auto& c : cases) rows.push_back(compare(c));
+  for (const auto& r : rows) {
+    if (!r.error) continue;
+    abs_errors.push_back(std::fabs(*r.error));
+    if (!under || *r.error < *under->error) under = &r;
+    if (!over || *r.error > *over->error) over = &r;
   }
-  const auto under =
-      std::min_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
-  const auto over =
-      std::max_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.error < b.error; });
   const double med = median(abs_errors);
   std::vector<double> tokens_abs;
   const Row* tok_under = nullptr;
@@ -103,13 +107,19 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     JsonWriter j(out);
     j.begin_object().key("cases").begin_array();
     for (const auto& r : rows) {
-      j.begin_object()
-          .field("id", r.c->id)
-          .field("estimate_gib", r.estimate_gib)
-          .field("measured_gib", r.c->measured_gib)
-          .field("metric", to_string(r.c->metric))
-          .field("error", r.error)
-          .field("stage", r.stage);
+      j.begin_object().field("id", r.c->id).field("estimate_gib", r.estimate_gib);
+      j.key("measured_gib");
+      if (r.c->measured_gib)
+        j.value(*r.c->measured_gib);
+      else
+        j.null();
+      j.field("metric", to_string(r.c->metric));
+      j.key("error");
+      if (r.error)
+        j.value(*r.error);
+      else
+        j.null();
+      j.field("stage", r.stage);
       j.field("estimate_tokens_per_sec_per_device", r.tokens_per_sec);
       j.key("measured_tokens_per_sec_per_device");
       if (r.c->measured_tokens_per_sec)
@@ -129,13 +139,14 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     j.key("summary")
         .begin_object()
         .field("cases", static_cast<std::int64_t>(rows.size()))
+        .field("memory_cases", static_cast<std::int64_t>(abs_errors.size()))
         .field("median_abs_error", med)
         .field("within_10_percent", static_cast<std::int64_t>(within));
-    if (!rows.empty()) {
+    if (under) {
       j.field("worst_under_id", under->c->id)
-          .field("worst_under_error", under->error)
+          .field("worst_under_error", *under->error)
           .field("worst_over_id", over->c->id)
-          .field("worst_over_error", over->error);
+          .field("worst_over_error", *over->error);
     }
     j.field("throughput_cases", static_cast<std::int64_t>(tokens_abs.size()));
     if (!tokens_abs.empty()) {
@@ -145,7 +156,10 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
           .field("throughput_worst_over_id", tok_over->c->id)
           .field("throughput_worst_over_error", *tok_over->tokens_error);
     }
-    j.end_object().end_object();
+    j.end_object();
+    j.key("not_estimated").begin_array();
+    for (const auto& u : unestimated) j.begin_object().field("id", u.id).field("not_stated", u.field).end_object();
+    j.end_array().end_object();
     out << '\n';
     return 0;
   }
@@ -154,24 +168,32 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   t.row({"case", "metric", "estimate GiB", "measured GiB", "error", "stage", "tok/s est", "tok/s meas", "error"});
   for (const auto& r : rows) {
     const bool has_tokens = r.c->measured_tokens_per_sec.has_value();
-    t.row({r.c->id, to_string(r.c->metric), fixed(r.estimate_gib, 2), fixed(r.c->measured_gib, 2), percent(r.error),
+    t.row({r.c->id, to_string(r.c->metric), fixed(r.estimate_gib, 2),
+           r.c->measured_gib ? fixed(*r.c->measured_gib, 2) : "-", r.error ? percent(*r.error) : "-",
            std::to_string(r.stage), fixed(r.tokens_per_sec, 0),
            has_tokens ? fixed(*r.c->measured_tokens_per_sec, 0) : "-",
            r.tokens_error ? percent(*r.tokens_error) : "-"});
   }
   t.print(out);
-  out << "\n"
-      << rows.size() << " cases; median absolute error " << fixed(100 * med, 1) << "%; " << within << " within 10%\n";
-  if (!rows.empty()) {
+  out << "\n" << rows.size() << " cases";
+  if (abs_errors.size() != rows.size()) out << ", " << abs_errors.size() << " with memory";
+  out << "; median absolute error " << fixed(100 * med, 1) << "%; " << within << " within 10%\n";
+  if (under) {
     // Signed as the table prints them ("+3.2%", "-9.9%"): with one case, or every case on one
     // side, the worst over-estimate can be an under-estimate (it printed "+-24.1%").
-    out << "worst under-estimate " << under->c->id << " " << percent(under->error) << "; worst over-estimate "
-        << over->c->id << " " << percent(over->error) << "\n";
+    out << "worst under-estimate " << under->c->id << " " << percent(*under->error) << "; worst over-estimate "
+        << over->c->id << " " << percent(*over->error) << "\n";
   }
   if (!tokens_abs.empty()) {
     out << "throughput: " << tokens_abs.size() << " cases; median absolute error " << fixed(100 * tokens_med, 1)
         << "%; worst under " << tok_under->c->id << " " << percent(*tok_under->tokens_error) << "; worst over "
         << tok_over->c->id << " " << percent(*tok_over->tokens_error) << "\n";
+  }
+  if (!unestimated.empty()) {
+    out << "not estimated, " << unestimated.size()
+        << " cases: a value the source did not state, which the estimate needs:";
+    for (const auto& u : unestimated) out << " " << u.id << " (" << u.field << ")";
+    out << "\n";
   }
   return 0;
 }

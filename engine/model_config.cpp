@@ -41,8 +41,8 @@ struct Draft {
   bool attention_dropout = false, hidden_dropout = false, embedding_dropout = false;
 };
 
-const std::vector<std::string> kTypes = {"llama",     "mistral",   "mixtral",     "qwen2",       "qwen3",
-                                         "qwen3_moe", "qwen2_moe", "deepseek_v3", "deepseek_v2", "gpt2"};
+const std::vector<std::string> kTypes = {"llama",     "mistral",     "mixtral",     "qwen2", "qwen3", "qwen3_moe",
+                                         "qwen2_moe", "deepseek_v3", "deepseek_v2", "gpt2",  "gpt",   "nemotron"};
 
 // Fields every llama-like family shares (§2.1.2, row `llama`).
 void read_llama_like(const Fields& c, Draft& d) {
@@ -123,6 +123,31 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
     d.gated.set(true, "model_type");
     d.norm.set(std::string("rms"), "model_type");
     d.moe_deepseek_rule = true;
+  }
+  if (type == "gpt") {
+    // Megatron-Core's (and NeMo's) GPT — GPT-3 and its kin — written with Hugging Face's llama
+    // field names, as the measured runs' cases write it: LayerNorm, biases on every projection
+    // (Megatron's add_bias_linear, add_qkv_bias), a GeLU MLP, learned absolute positions
+    // (position_embedding_type learned_absolute, max_position_embeddings of them), tied tables
+    // unless untie_embeddings_and_output_weights.
+    read_llama_like(c, d);
+    d.gated.set(false, "model_type");
+    d.norm.set(std::string("ln"), "model_type");
+    d.qkv_bias.set(true, "model_type");
+    d.o_bias.set(true, "model_type");
+    d.mlp_bias.set(true, "model_type");
+    d.P_pos.set(c.optional_int("max_position_embeddings", 0), "max_position_embeddings");
+    d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
+  }
+  if (type == "nemotron") {
+    // Nemotron-4 / Minitron (transformers' NemotronConfig): llama's fields, a squared-ReLU MLP
+    // without a gate, LayerNorm1P (a weight and a bias per norm), RoPE; attention_bias and
+    // mlp_bias (both false by default) as given.
+    read_llama_like(c, d);
+    read_attention_bias(c, d);
+    d.mlp_bias.set(c.optional_bool("mlp_bias"), "mlp_bias");
+    d.gated.set(false, "model_type");
+    d.norm.set(std::string("ln"), "model_type");
   }
   if (type == "gpt2") {
     d.h.set(c.optional_int("n_embd"), "n_embd");

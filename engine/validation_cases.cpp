@@ -62,8 +62,12 @@ Device case_device(const Fields& d, std::vector<std::string>& notes) {
     preset = "h200-141gb";
   else if (name == "B200")
     preset = "b200-192gb";
-  else if (name == "A800-80GB")
+  else if (name == "A800-80GB" || name == "A100-80GB")
     preset = "a100-80gb";
+  else if (name == "A100-40GB")
+    preset = "a100-40gb";
+  else if (name == "H800-80GB")
+    preset = "h800-80gb";
   else if (name == "GH200")
     preset = "h200-141gb";
   Device dev;
@@ -75,8 +79,8 @@ Device case_device(const Fields& d, std::vector<std::string>& notes) {
     notes.push_back("unknown device " + quoted_text(name) + ": h100-80gb figures with the case's capacity");
   } else {
     d.fail("name", "unknown device " + quoted_text(name) +
-                       " and no capacity_gib; expected one of H100-SXM-96GB, "
-                       "H100-96GB, H100-80GB, H200-141GB, B200, A800-80GB, GH200");
+                       " and no capacity_gib; expected one of H100-SXM-96GB, H100-96GB, H100-80GB, "
+                       "H800-80GB, H200-141GB, B200, A100-80GB, A100-40GB, A800-80GB, GH200");
   }
   if (capacity_gib) dev.capacity = *capacity_gib * 1024.0 * 1024.0 * 1024.0;
   dev.name = name;
@@ -155,9 +159,15 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   const Fields p(c.raw("precision"), src, "precision");
   const Fields feat(c.raw("features"), src, "features");
   RunFlags flags;
+  if (!r.has("seq_len")) {
+    throw NotStated(src, "run.seq_len", "not stated by the source, and the estimate needs it");
+  }
   flags.seq = r.required_int("seq_len");
   flags.global_batch = r.required_int("global_batch_size");
-  flags.micro_batch = r.required_int("micro_batch_size");
+  // A source that does not print its micro-batch size (the validation README: a tool applies the
+  // framework's default and says so): 1, Megatron's and NeMo's usual setting for these runs.
+  flags.micro_batch = r.optional_int("micro_batch_size").value_or(1);
+  if (!r.has("micro_batch_size")) notes.push_back("null micro_batch_size -> 1");
   flags.framework = vc.framework == "other"           ? "megatron"
                     : vc.framework == "pytorch-probe" ? "torchtitan"
                                                       : vc.framework;
@@ -267,7 +277,17 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
     vc.run.profile.reshard_after_forward = *reshard ? ReshardAfterForward::on : ReshardAfterForward::off;
   }
   st.micro_batch = *flags.micro_batch;
-  st.num_microbatches = r.required_int("num_microbatches");
+  if (const auto m = r.optional_int("num_microbatches")) {
+    st.num_microbatches = *m;
+  } else {  // derived, as the sources derive it: gb = dp·b·m
+    const std::int64_t per_step = st.dp * st.micro_batch;
+    if (vc.run.global_batch % per_step != 0) {
+      r.fail("num_microbatches", "missing, and global_batch_size " + std::to_string(vc.run.global_batch) +
+                                     " is not a multiple of dp·micro_batch_size = " + std::to_string(per_step));
+    }
+    st.num_microbatches = vc.run.global_batch / per_step;
+    notes.push_back("null num_microbatches -> gb/(dp·b) = " + std::to_string(st.num_microbatches));
+  }
 
   // Recompute.
   const Fields rc(c.raw("recompute"), src, "recompute");
@@ -298,9 +318,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   // Device and measurement.
   vc.cluster = Cluster{case_device(Fields(c.raw("device"), src, "device"), notes), world};
   const Fields me(c.raw("measured"), src, "measured");
-  const auto value = me.optional_number("value_gib", 1e-6, 1e6);
-  if (!value) me.fail("value_gib", "missing; expected a positive number of GiB");
-  vc.measured_gib = *value;
+  vc.measured_gib = me.optional_number("value_gib", 1e-6, 1e6);
   const std::string metric = me.optional_string("metric").value_or("");
   vc.metric = metric == "reserved"    ? MemoryMetric::reserved
               : metric == "allocated" ? MemoryMetric::allocated
@@ -335,11 +353,20 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
 
 }  // namespace
 
-std::vector<ValidationCase> load_validation_cases(const std::string& path) {
+std::vector<ValidationCase> load_validation_cases(const std::string& path, std::vector<UnestimatedCase>* unestimated) {
   const YAML::Node doc = load_yaml_file(path);
   if (!doc.IsSequence()) throw InputError(path + ": expected a list of cases");
   std::vector<ValidationCase> cases;
-  for (std::size_t i = 0; i < doc.size(); ++i) cases.push_back(read_case(doc[i], path, i));
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    try {
+      cases.push_back(read_case(doc[i], path, i));
+    } catch (const NotStated&) {
+      if (!unestimated) throw;
+      const YAML::Node id = doc[i]["id"];
+      unestimated->push_back(
+          {id.IsScalar() ? printable(id.Scalar()) : "case #" + std::to_string(i + 1), "run.seq_len"});
+    }
+  }
   return cases;
 }
 

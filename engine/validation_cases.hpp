@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/input_error.hpp"
 #include "estimators/device.hpp"
 #include "estimators/model.hpp"
 #include "estimators/run.hpp"
@@ -23,14 +24,28 @@ struct ValidationCase {
   Cluster cluster;
   Strategy strategy;
   MemoryMetric metric = MemoryMetric::unstated;
-  double measured_gib = 0;
+  std::optional<double> measured_gib;  // null: a throughput-only case
   std::optional<double> measured_tokens_per_sec;
   std::vector<std::string> defaults_taken;  // "null X -> Y" notes
 };
 
+// A case that cannot be estimated because its source did not state a value the estimate needs and
+// no framework default stands for (the sequence length): listed with the field, never dropped.
+struct UnestimatedCase {
+  std::string id;
+  std::string field;  // e.g. "run.seq_len"
+};
+// Thrown for such a case when the caller does not collect them.
+class NotStated : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // Reads every case of a file; a malformed field is an InputError naming the file, the case id
-// and the field. A strategy that breaks a hard rule is an error too (naming the case).
-std::vector<ValidationCase> load_validation_cases(const std::string& path);
+// and the field. A strategy that breaks a hard rule is an error too (naming the case). With
+// `unestimated`, a case whose source left a needed value unstated goes there instead of failing.
+std::vector<ValidationCase> load_validation_cases(const std::string& path,
+                                                  std::vector<UnestimatedCase>* unestimated = nullptr);
 
 const char* to_string(MemoryMetric m);
 

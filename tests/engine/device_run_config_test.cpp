@@ -23,9 +23,14 @@ std::string error_of(F f) {
 }  // namespace
 
 TEST_CASE("every device of cli.md is bundled, with devices.md's figures") {
-  const std::vector<std::string> want = {"a100-40gb", "a100-80gb", "ascend-910b-64gb", "b200-192gb",
-                                         "h100-80gb", "h100-96gb", "h200-141gb",       "mi300x-192gb"};
+  const std::vector<std::string> want = {"a100-40gb", "a100-80gb",  "ascend-910b-64gb", "b200-192gb",  "h100-80gb",
+                                         "h100-96gb", "h200-141gb", "h800-80gb",        "mi300x-192gb"};
   CHECK(preset_names("devices") == want);
+  // H800: the H100 SXM5 with NVLink cut to 400 GB/s both ways (NVIDIA's H800 datasheet).
+  const Device h800 = load_device("h800-80gb");
+  CHECK(h800.peak_flops == 989e12);
+  CHECK(h800.intra_bandwidth == 200e9);
+  CHECK(h800.inter_bandwidth == 50e9);
   const Device h100 = load_device("H100-80GB");
   CHECK(h100.capacity == 85'520'809'984.0);  // 81,559 MiB
   CHECK(h100.peak_flops == 989e12);

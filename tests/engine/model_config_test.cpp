@@ -52,6 +52,18 @@ TEST_CASE("family facts") {
   CHECK(qwen3.qk_norm);
   CHECK(qwen3.head_dim == 128);
 
+  const Model gpt3 = load_model(test::data_path("models/gpt3-20b-megatron.json"));
+  CHECK(gpt3.tie);
+  CHECK(!gpt3.gated);
+  CHECK(gpt3.norm == NormKind::layernorm);
+  CHECK((gpt3.qkv_bias && gpt3.o_bias && gpt3.mlp_bias));
+  CHECK(gpt3.positions == 2048);
+  const Model nemotron = load_model(test::data_path("models/nemotron-4-340b.json"));
+  CHECK(!nemotron.tie);
+  CHECK(!nemotron.gated);
+  CHECK(nemotron.norm == NormKind::layernorm);
+  CHECK(!(nemotron.qkv_bias || nemotron.o_bias || nemotron.mlp_bias));
+  CHECK(nemotron.kv_heads == 8);
   const Model gpt2 = load_model(test::data_path("models/gpt2.json"));
   CHECK(gpt2.tie);
   CHECK(gpt2.norm == NormKind::layernorm);

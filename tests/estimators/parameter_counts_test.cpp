@@ -72,6 +72,15 @@ TEST_CASE("other families of §4.10, read from their config.json") {
   CHECK(total_of(test::data_path("models/qwen3-8b.json")) == 8'190'735'360);
   CHECK(total_of(test::data_path("models/deepseek-v2-lite.json")) == 15'706'484'224);
   CHECK(total_of(test::data_path("models/gpt2.json")) == 124'439'808);
+  // Megatron GPT-3 20B (NeMo's GPT3-20B, model_type gpt), by hand: per layer 4h² + 4h (QKV and
+  // output with biases) + 2hf + f + h (the GeLU MLP with biases) + 4h (two LayerNorms) =
+  // 453,064,704 with h = 6,144, f = 24,576; × 44 layers, + the tied table 50,257·h = 308,779,008,
+  // + 2,048 learned positions·h = 12,582,912, + the final LayerNorm 2h: 20,256,221,184.
+  CHECK(total_of(test::data_path("models/gpt3-20b-megatron.json")) == 20'256'221'184);
+  // Nemotron-4 340B (model_type nemotron): per layer q and o 2·h², K and V 2·h·8·192, the
+  // squared-ReLU MLP 2hf, two LayerNorm1P 4h = 3,454,083,072 with h = 18,432, f = 73,728;
+  // × 96, + the untied tables 2·256,000·h = 9,437,184,000, + the final norm 2h: 341,029,195,776.
+  CHECK(total_of(test::data_path("models/nemotron-4-340b.json")) == 341'029'195'776);
 
   const Model qwen2 = load_model(test::data_path("models/qwen2-7b.json"));
   CHECK(layer_params(qwen2, FfnKind::dense, qwen2.kv_heads).total() == 233'057'792);
