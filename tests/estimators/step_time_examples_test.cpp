@@ -142,9 +142,12 @@ TEST_CASE("E5: Llama-3.1-405B, tp 8 x pp 8 (interleaved, vpp 2) x dp 16, embeddi
 }
 
 TEST_CASE("E6: Llama-3.1-8B, plain DDP across 2 nodes of 8 x A100-80GB") {
-  const auto c = make_case("llama-3.1-8b", 16, 4096, 64,
-                           "dp=16,tp=1,sp=false,pp=1,vpp=1,cp=1,ep=1,etp=1,zero=0,recompute=full,mbs=1,m=4", "megatron",
-                           "a100-80gb");
+  auto c = make_case("llama-3.1-8b", 16, 4096, 64,
+                     "dp=16,tp=1,sp=false,pp=1,vpp=1,cp=1,ep=1,etp=1,zero=0,recompute=full,mbs=1,m=4", "megatron",
+                     "a100-80gb");
+  // The spec's example prices the A100 with devices.md §2's default η_max; the preset now carries
+  // the fraction fitted on the A100's measured runs (data/devices/a100-80gb.yaml).
+  c.cluster.device.eta_max = 0.70;
   const TimeReport r = timing(c);
   CHECK_CLOSE(r.stages[0].forward * 1e3, 301.86);
   CHECK_CLOSE(r.stages[0].backward * 1e3, 613.75);
