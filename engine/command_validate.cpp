@@ -26,6 +26,10 @@ struct Row {
   std::int64_t stage;
   double tokens_per_sec;  // estimated throughput per device
   std::optional<double> tokens_error;
+  // The measured throughput's model FLOP/s over the device's peak, with the estimate's FLOP count
+  // per token (the estimate's MFU scaled by measured / estimated tokens): above 1, the case's
+  // stated shape, sequence and batch cannot all hold.
+  std::optional<double> measured_mfu;
 };
 
 // The estimate comparable with the case's metric: allocated with allocated, reserved (or an
@@ -43,13 +47,15 @@ Row compare(const ValidationCase& c) {
   }
   const double gib = best / kGiB;
   const TimeReport t = estimate_step_time(c.model, c.run, c.cluster, c.strategy);
-  std::optional<double> tokens_error;
+  std::optional<double> tokens_error, measured_mfu;
   if (c.measured_tokens_per_sec && *c.measured_tokens_per_sec > 0) {
     tokens_error = t.tokens_per_sec_per_device / *c.measured_tokens_per_sec - 1;
+    if (t.tokens_per_sec_per_device > 0)
+      measured_mfu = t.mfu * *c.measured_tokens_per_sec / t.tokens_per_sec_per_device;
   }
   std::optional<double> error;
   if (c.measured_gib) error = gib / *c.measured_gib - 1;
-  return {&c, gib, error, stage, t.tokens_per_sec_per_device, tokens_error};
+  return {&c, gib, error, stage, t.tokens_per_sec_per_device, tokens_error, measured_mfu};
 }
 
 double median(std::vector<double> v) {
@@ -131,6 +137,11 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
         j.value(*r.tokens_error);
       else
         j.null();
+      j.key("measured_implied_mfu");
+      if (r.measured_mfu)
+        j.value(*r.measured_mfu);
+      else
+        j.null();
       j.key("defaults").begin_array();
       for (const auto& d : r.c->defaults_taken) j.value(d);
       j.end_array().end_object();
@@ -188,6 +199,19 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     out << "throughput: " << tokens_abs.size() << " cases; median absolute error " << fixed(100 * tokens_med, 1)
         << "%; worst under " << tok_under->c->id << " " << percent(*tok_under->tokens_error) << "; worst over "
         << tok_over->c->id << " " << percent(*tok_over->tokens_error) << "\n";
+  }
+  std::string implausible;
+  std::size_t n_implausible = 0;
+  for (const auto& r : rows) {
+    if (!r.measured_mfu || *r.measured_mfu <= 1) continue;
+    ++n_implausible;
+    implausible += " " + r.c->id + " (" + fixed(*r.measured_mfu, 2) + ")";
+  }
+  if (n_implausible > 0) {
+    out << "implausible, " << n_implausible
+        << " cases: the measured throughput needs more than the device's peak FLOP/s under the case's stated "
+           "shape (implied MFU):"
+        << implausible << "\n";
   }
   if (!unestimated.empty()) {
     out << "not estimated, " << unestimated.size()
