@@ -115,6 +115,7 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
                     "defer_grad_sync",
                     "torch_compile",
                     "fp8_linears",
+                    "fp8_scaling",
                     "grad_clip_model",
                     "beta_P",
                     "beta_G",
@@ -249,6 +250,14 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   optional_flag("defer_grad_sync", o.defer_grad_sync);
   flag("torch_compile", o.torch_compile);
   flag("fp8_linears", o.fp8_linears);
+  if (const auto scaling = f.optional_string("fp8_scaling")) {
+    if (*scaling == "tensorwise")
+      o.fp8_scaling = Fp8Scaling::tensorwise;
+    else if (*scaling == "rowwise")
+      o.fp8_scaling = Fp8Scaling::rowwise;
+    else
+      f.fail("fp8_scaling", "expected tensorwise or rowwise, got " + quoted_text(*scaling));
+  }
 }
 
 }  // namespace meshfit

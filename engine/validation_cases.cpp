@@ -218,6 +218,8 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   if (other.find("hybridep") != std::string::npos || other.find("deepep") != std::string::npos) {
     vc.run.options.ep_dispatch = EpDispatch::node_dedup;
   }
+  // So is torchao float8's scaling recipe ("float8 rowwise", "float8 tensorwise").
+  if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
 
   // Strategy.
   const Fields s(c.raw("strategy"), src, "strategy");

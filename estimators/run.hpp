@@ -63,7 +63,8 @@ struct FrameworkProfile {
   bool elementwise = false;
   double eager_elementwise_passes = 1.0;
   double compiled_elementwise_passes = 1.0;
-  double fp8_gemm_speedup = 1.0;  // FP8 linear GEMMs against bf16, net of the casts
+  double fp8_gemm_speedup = 1.0;          // FP8 linear GEMMs against bf16, net of the casts
+  double fp8_rowwise_gemm_speedup = 1.0;  // the same with rowwise scales (Fp8Scaling::rowwise)
 };
 
 // Selective-recompute op switches (memory-model.md §7.5): true keeps the op's bytes, false drops
@@ -95,6 +96,10 @@ enum class EpDispatch : std::uint8_t { all_to_all, node_dedup };
 
 // What a selective layer keeps: the op switches of §7.5, or torchtitan's per-op selective
 // activation checkpointing, which saves every second matmul output and the attention outputs.
+// FP8 linears' scaling (torchao float8 training's recipes): one scale per tensor, or per row of
+// each operand, the latter priced with its own GEMM speedup (FrameworkProfile).
+enum class Fp8Scaling : std::uint8_t { tensorwise, rowwise };
+
 enum class SelectivePolicy : std::uint8_t { switches, torchtitan_op_sac };
 
 // Facts about kernels and the framework (memory-model.md §2.4). Dropout defaults come from the
@@ -157,6 +162,7 @@ struct RunOptions {
   // Kernel features the time model prices through the framework profile's speedups.
   bool torch_compile = false;  // the model runs under torch.compile
   bool fp8_linears = false;    // the body's linear layers run in FP8 (the output head stays bf16)
+  Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;
 };
 
 struct Run {

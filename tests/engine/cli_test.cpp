@@ -198,6 +198,11 @@ TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from 
   const auto d = run(dispatcher);
   CHECK(d.code == 2);
   CHECK(d.err.find("field 'ep_dispatcher': expected alltoall, deepep or hybridep, got 'pigeon'") != std::string::npos);
+  std::vector<std::string> scaling = base;
+  scaling.insert(scaling.end(), {"--run-options", data_path("run-options/bad-fp8-scaling.yaml")});
+  const auto fs = run(scaling);
+  CHECK(fs.code == 2);
+  CHECK(fs.err.find("field 'fp8_scaling': expected tensorwise or rowwise, got 'blockwise'") != std::string::npos);
   std::vector<std::string> overlap = base;
   overlap.insert(overlap.end(), {"--run-options", data_path("run-options/bad-overlap.yaml")});
   const auto o = run(overlap);

@@ -6,6 +6,7 @@
 #include "engine/input_error.hpp"
 #include "engine/presets.hpp"
 #include "engine/run_config.hpp"
+#include "estimators/layer_time.hpp"
 #include "test_support.hpp"
 
 using namespace meshfit;
@@ -73,6 +74,27 @@ TEST_CASE("bad device input") {
   CHECK(e.find("unknown device preset 'h100'") != std::string::npos);
   CHECK(e.find("did you mean h100-80gb, h100-96gb") != std::string::npos);
   CHECK(error_of([] { make_cluster("h100-80gb", 0); }).find("--devices") != std::string::npos);
+}
+
+TEST_CASE("FP8 linears: the GEMM speedup of the scaling recipe, from the framework profile") {
+  RunFlags f;
+  f.seq = 8192;
+  f.global_batch = 512;
+  f.framework = "torchtitan";
+  Run titan = make_run(f, true);
+  Strategy s;
+  CHECK(kernel_scales(titan, s).linear == 0.75);  // bf16: the profile's eta_fw
+  titan.options.fp8_linears = true;
+  // torchtitan.yaml: tensorwise 1.5, rowwise 1.05, each times eta_fw 0.75.
+  CHECK(kernel_scales(titan, s).linear == 0.75 * 1.5);
+  titan.options.fp8_scaling = Fp8Scaling::rowwise;
+  CHECK(kernel_scales(titan, s).linear == 0.75 * 1.05);
+  // Megatron's profile states no rowwise speedup: rowwise is priced as its tensorwise 1.4.
+  f.framework = "megatron";
+  Run mega = make_run(f, true);
+  mega.options.fp8_linears = true;
+  mega.options.fp8_scaling = Fp8Scaling::rowwise;
+  CHECK(kernel_scales(mega, s).linear == 1.0 * 1.4);
 }
 
 TEST_CASE("framework profiles set the precision and padding defaults (§2.6)") {
