@@ -89,6 +89,7 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   std::vector<double> abs_errors;  // of the cases that measured memory
   const Row* under = nullptr;
   const Row* over = nullptr;
+  rows.reserve(cases.size());
   for (const auto& c : cases) rows.push_back(compare(c));
   for (const auto& r : rows) {
     if (!r.error) continue;
