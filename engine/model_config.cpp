@@ -64,6 +64,16 @@ void read_attention_bias(const Fields& c, Draft& d) {
   d.o_bias.set(bias, "attention_bias");
 }
 
+// The GPT block, GPT-2's and Megatron GPT's alike: an ungated GeLU MLP, LayerNorm, a bias on every
+// projection.
+void gpt_block(Draft& d) {
+  d.gated.set(false, "model_type");
+  d.norm.set(std::string("ln"), "model_type");
+  d.qkv_bias.set(true, "model_type");
+  d.o_bias.set(true, "model_type");
+  d.mlp_bias.set(true, "model_type");
+}
+
 void read_family(const std::string& type, const Fields& c, Draft& d) {
   if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen3" ||
       type == "qwen3_moe" || type == "qwen2_moe") {
@@ -131,11 +141,7 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
     // (position_embedding_type learned_absolute, max_position_embeddings of them), tied tables
     // unless untie_embeddings_and_output_weights.
     read_llama_like(c, d);
-    d.gated.set(false, "model_type");
-    d.norm.set(std::string("ln"), "model_type");
-    d.qkv_bias.set(true, "model_type");
-    d.o_bias.set(true, "model_type");
-    d.mlp_bias.set(true, "model_type");
+    gpt_block(d);
     d.P_pos.set(c.optional_int("max_position_embeddings", 0), "max_position_embeddings");
     d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
   }
@@ -157,11 +163,7 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
     d.f.set(c.optional_int("n_inner"), "n_inner");
     d.P_pos.set(c.optional_int("n_positions", 0), "n_positions");
     d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
-    d.gated.set(false, "model_type");
-    d.norm.set(std::string("ln"), "model_type");
-    d.qkv_bias.set(true, "model_type");
-    d.o_bias.set(true, "model_type");
-    d.mlp_bias.set(true, "model_type");
+    gpt_block(d);
     d.attention_dropout = c.optional_number("attn_pdrop", 0, 1).value_or(0) > 0;
     d.hidden_dropout = c.optional_number("resid_pdrop", 0, 1).value_or(0) > 0;
     d.embedding_dropout = c.optional_number("embd_pdrop", 0, 1).value_or(0) > 0;
