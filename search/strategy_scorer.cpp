@@ -79,7 +79,15 @@ TaskScorer::TaskScorer(const ScoringSetup& setup, ScoringState& state, std::atom
       settle_runs_(setup.passes.enabled(PruningPass::micro_batch_bisection) && !setup.best_only &&
                    !setup.collect_cloud) {}
 
+void ScoringState::open_triple(const TripleDomains& d) {
+  const TripleValues values{d.tp, d.cp, d.algos, d.eps, d.etps, d.bs};
+  memory.kinds.open(values, 1);
+  time.layer_times.open(values, 2);  // flag 1: DualPipeV
+  triple_open = true;
+}
+
 void TaskScorer::add(const Strategy& s) {
+  if (!state_.triple_open) state_.open_triple(state_.walk.domains);
   if (settle_runs_) {
     if (pending_.empty()) run_strategy_ = s;
     pending_.emplace_back(s.micro_batch, s.num_microbatches);

@@ -19,6 +19,7 @@
 #include "search/pruning_passes.hpp"
 #include "search/rule_plan.hpp"
 #include "search/search_space.hpp"
+#include "search/triple_domains.hpp"
 
 namespace meshfit {
 
@@ -72,7 +73,17 @@ struct ScoringState {
   void begin(std::uint64_t context) {
     memory.memo_context = context;
     time.memo_context = context;
+    close_triple();
   }
+  // The evaluator's tables over a triple's values (triple_table.hpp), opened on the walk's domains
+  // once they are filled (at the triple's first valid strategy) and closed when its walk ends.
+  void open_triple(const TripleDomains& d);
+  void close_triple() {
+    memory.kinds.close();
+    time.layer_times.close();
+    triple_open = false;
+  }
+  bool triple_open = false;
   MemoryScratch memory;
   MemoryReport mem;
   TimeReport time_report;
@@ -97,13 +108,20 @@ class TaskScorer {
   // A valid strategy of the current run (b rising, everything but b and m fixed).
   void add(const Strategy& s);
   // A triple starts: what the other tasks have found.
-  void read_shared() { shared_bar_ = shared_.read(shared_front_); }
+  void begin_triple() {
+    state_.close_triple();
+    shared_bar_ = shared_.read(shared_front_);
+  }
   // A run opens (possibly with an invalid candidate): the pending one is complete.
   void open_run();
   // The end of the enumeration of a triple: its last run is complete.
-  void flush();
+  void end_triple() {
+    flush();
+    state_.close_triple();
+  }
 
  private:
+  void flush();  // the pending run settled
   bool on(PruningPass p) const { return setup_.passes.enabled(p); }
   ScoredStrategy estimate_memory(const Strategy& s, bool& fits);
   const LayoutPlan& plan_of(const Strategy& s);

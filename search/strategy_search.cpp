@@ -54,7 +54,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             interrupted = true;
             break;
           }
-          scorer.read_shared();
+          scorer.begin_triple();
           try {
             walked.for_each(
                 triples[t], state.walk,
@@ -79,7 +79,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
             interrupted = true;
             break;
           }
-          scorer.flush();
+          scorer.end_triple();
           const std::size_t n = ++done;
           if (options.progress) options.progress(n, triples.size());
         }

@@ -16,25 +16,18 @@
 #include "estimators/strategy_rules.hpp"
 #include "search/evaluator/layout_plan.hpp"
 #include "search/evaluator/memory_sides.hpp"
-#include "search/evaluator/slot_hash.hpp"
 
 namespace meshfit::evaluator_detail {
 
 namespace {
 
-// The layer kinds' figures and per-rank parameters, from the cache when this context has met
-// their key (tp, SP, CP and its algorithm, ep, etp, b: all they read), else made (into `local`
-// without a cache).
-const KindCache::Entry& kinds_of(KindCache* cache, std::uint64_t context, std::optional<KindCache::Entry>& local,
-                                 const Model& m, const Run& run, const Strategy& s, double n_cp) {
-  const std::array<std::int64_t, 8> key{s.tp,   s.sigma(), s.cp,  static_cast<std::int64_t>(s.cp_algo),
-                                        s.cp_u, s.ep,      s.etp, s.micro_batch};
-  KindCache::Entry* entry = nullptr;
-  if (cache && context != 0) {
-    if (cache->slots.empty()) cache->slots.resize(kTableSlots);
-    entry = &cache->slots[slot_of(key)];
-    if (entry->context == context && same_key(entry->key, key)) return *entry;
-  }
+// The layer kinds' figures and per-rank parameters, from the triple's table when the walk has met
+// s's values there already, else made (into the table's entry, or into `local` without one).
+const KindFigures& kinds_of(KindTable* table, std::optional<KindFigures>& local, const Model& m, const Run& run,
+                            const Strategy& s, double n_cp) {
+  bool filled = false;
+  KindFigures* entry = table ? table->find(s, 0, filled) : nullptr;
+  if (entry && filled) return *entry;
   if (!entry) entry = &local.emplace();
   const double g_kv = rules_profile(run).gathered_kv(m, run, s);
   entry->params[0] = layer_rank_params(m, s, FfnKind::dense);
@@ -46,8 +39,6 @@ const KindCache::Entry& kinds_of(KindCache* cache, std::uint64_t context, std::o
     entry->kinds[1] = entry->kinds[0];
     entry->params[1] = entry->params[0];
   }
-  entry->context = context;
-  entry->key = key;
   return *entry;
 }
 
@@ -314,12 +305,12 @@ void stage_side(StageActivations& a, std::vector<ChunkWalk>& walks, InterleavedS
 }  // namespace
 
 void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, InterleavedStateTable& states,
-                     const LayoutPlan& plan, KindCache* cache, std::uint64_t context, const Model& m, const Run& run,
-                     const Device& dev, const Strategy& s, bool counts) {
+                     const LayoutPlan& plan, KindTable* kinds_table, const Model& m, const Run& run, const Device& dev,
+                     const Strategy& s, bool counts) {
   side.counts = counts;
   const double n_cp = static_cast<double>(s.micro_batch * run.seq) / static_cast<double>(s.cp);
-  std::optional<KindCache::Entry> local;  // the kinds without a cache (made only then)
-  const KindCache::Entry& kinds = kinds_of(cache, context, local, m, run, s, n_cp);
+  std::optional<KindFigures> local;  // the kinds without a table (made only then)
+  const KindFigures& kinds = kinds_of(kinds_table, local, m, run, s, n_cp);
   side.params = kinds.params;
   const SideTerms t = side_terms(m, run, dev, s, plan, kinds.kinds, n_cp);
   // Grown, never shrunk: a memo entry serves strategies of every pp in turn, and shrinking would

@@ -104,7 +104,7 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   // Only what finish_totals adds up is wanted without stage detail (finish's totals_only).
   const bool counts = stage_detail || !standard || grad_clip_adjusts(run) || dualpipev_overlap(s);
   if (context == 0) {
-    activation_side(scratch.side, scratch.walks, scratch.interleaved, plan, nullptr, 0, m, run, dev, s, counts);
+    activation_side(scratch.side, scratch.walks, scratch.interleaved, plan, nullptr, m, run, dev, s, counts);
     finish(report, scratch.spare_stages, stage_detail, scratch.side, scratch.statics, 0, m, run, dev, s,
            scratch.layout(), plan, headroom_bytes);
     return;
@@ -113,7 +113,7 @@ void estimate_memory_into(MemoryReport& report, MemoryScratch& scratch, const Mo
   ActivationSide& side = scratch.memo.find(context, s, fresh);
   // A side kept without counts is made again when they are wanted (the same figures, and them).
   if (fresh || (counts && !side.counts)) {
-    activation_side(side, scratch.walks, scratch.interleaved, plan, &scratch.kinds, context, m, run, dev, s, counts);
+    activation_side(side, scratch.walks, scratch.interleaved, plan, &scratch.kinds, m, run, dev, s, counts);
   }
   finish(report, scratch.spare_stages, stage_detail, side, scratch.statics, context, m, run, dev, s, scratch.layout(),
          plan, headroom_bytes);

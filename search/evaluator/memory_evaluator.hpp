@@ -12,6 +12,7 @@
 #include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
 #include "search/evaluator/layout_plan.hpp"
+#include "search/evaluator/triple_table.hpp"
 #include "estimators/memory_report.hpp"
 #include "estimators/model.hpp"
 #include "estimators/model_states.hpp"
@@ -51,17 +52,14 @@ struct StageActivations {
 };
 
 // The kinds' activations and per-rank parameters read only tp, sp, cp (its algorithm and Ulysses
-// degree), ep, etp and b (activation_census, layer_activations, parameter_counts), so the search
-// finds them again across pipeline layouts, schedules and recompute modes: a direct-mapped table.
-struct KindCache {
-  struct Entry {
-    std::uint64_t context = 0;  // 0: empty
-    std::array<std::int64_t, 8> key{};
-    std::array<KindActivation, 2> kinds{};
-    std::array<RankParams, 2> params{};
-  };
-  std::vector<Entry> slots;  // kTableSlots (slot_hash.hpp), allocated on first use
+// degree, which the walk derives from the triple and the algorithm), ep, etp and b
+// (activation_census, layer_activations, parameter_counts), so the search finds them again across
+// pipeline layouts, schedules, ZeRO settings and recompute modes: a table over the triple's values.
+struct KindFigures {
+  std::array<KindActivation, 2> kinds{};  // dense, MoE
+  std::array<RankParams, 2> params{};
 };
+using KindTable = TripleTable<KindFigures>;
 
 // A layer kind's model states and ZeRO/FSDP buffers under a strategy's (z, G).
 using KindStates = LayerStates;
@@ -185,7 +183,7 @@ struct MemoryScratch {
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ActivationSide> memo;
   StaticSide statics;
-  KindCache kinds;
+  KindTable kinds;                        // opened by the search for each triple it walks
   std::vector<StageMemory> spare_stages;  // report stages a smaller pp left, storage kept
 };
 

@@ -38,10 +38,10 @@ inline bool dualpipev_overlap(const Strategy& s) { return s.schedule == Schedule
 
 // Everything of the estimate that neither z nor G changes (memory-model.md §7–§9); the in-flight
 // counts per chunk only with `counts`. `walks` and `states` are the scratch's (their storage kept
-// from estimate to estimate); `cache` the kinds' table (null: none), valid within `context`.
+// from estimate to estimate); `kinds` the layer kinds' table of the triple walked (null: none).
 void activation_side(ActivationSide& side, std::vector<ChunkWalk>& walks, InterleavedStateTable& states,
-                     const LayoutPlan& plan, KindCache* cache, std::uint64_t context, const Model& m, const Run& run,
-                     const Device& dev, const Strategy& s, bool counts);
+                     const LayoutPlan& plan, KindTable* kinds, const Model& m, const Run& run, const Device& dev,
+                     const Strategy& s, bool counts);
 
 // The estimate from the activation side: per (z, G) the model states, the ZeRO/FSDP parts of the
 // transients and the totals (§6, §9, §11). `statics` holds the (z, G) side's b-free parts, reused

@@ -13,12 +13,9 @@
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/pipeline_schedule.hpp"
 #include "estimators/rank_layout.hpp"
-#include "search/evaluator/slot_hash.hpp"
 #include "estimators/strategy_rules.hpp"
 
 namespace meshfit {
-
-namespace {}  // namespace
 
 TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s) {
   TimeReport r;
@@ -31,144 +28,143 @@ TimeReport estimate_step_time(const Model& m, const Run& run, const Cluster& clu
 
 namespace {
 
-// Everything of a stage's time that neither z nor G changes: its layers' compute, TP/CP/EP and PP
-// communication, and the parameters it holds per rank (§7.2–§7.5).
-void compute_side(ComputeSide& side, LayerTimeCache* cache, std::uint64_t context, const Model& m, const Run& run,
-                  const Device& d, const Strategy& s, const LayoutPlan& plan) {
+// The layer kinds' times and per-rank parameters (memory-model §4.9), from the triple's table when
+// the walk has met s's values there already, else made (into `local` without a table).
+const LayerTimes& layer_times_of(LayerTimeTable* table, std::optional<LayerTimes>& local, const Model& m,
+                                 const Run& run, const Device& d, const Strategy& s) {
+  bool filled = false;
+  LayerTimes* entry = table ? table->find(s, s.schedule == Schedule::dualpipev ? 1 : 0, filled) : nullptr;
+  if (entry && filled) return *entry;
+  if (!entry) entry = &local.emplace();
+  entry->times[0] = layer_time(m, run, d, s, FfnKind::dense);
+  entry->times[1] = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : entry->times[0];
+  entry->params[0] = layer_rank_params(m, s, FfnKind::dense);
+  entry->params[1] = m.is_moe() ? layer_rank_params(m, s, FfnKind::moe) : entry->params[0];
+  return *entry;
+}
+
+// What every stage of one estimate reads: the kinds' times and parameters, the head's kernels,
+// the PP hop and the embedding table per rank.
+struct StageTerms {
+  const Model& m;
+  const Strategy& s;
+  const LayoutPlan& plan;
+  const LayerTimes& kinds;
+  double logits_f = 0, eh_f = 0, p2p = 0, table = 0;
+  // Without full recompute every body layer takes the strategy's mode; under it the fully
+  // recomputed layers take full and the rest recompute_rest (§5.4).
+  Recompute rest_mode = Recompute::none;
+};
+
+StageTerms stage_terms(const Model& m, const Run& run, const Device& d, const Strategy& s, const LayoutPlan& plan,
+                       const LayerTimes& kinds) {
   const RunOptions& o = run.options;
   const KernelScales eta = kernel_scales(run, s);
-  const double h = static_cast<double>(m.hidden), tp = static_cast<double>(s.tp);
+  const double h = static_cast<double>(m.hidden);
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
   const double n_tok = b * seq, shards = static_cast<double>(s.tp * s.cp);
   const double v_pad = static_cast<double>(padded_vocab(m.vocab, run.profile.vocab_pad_multiple, s.tp));
-
-  // The kinds' times, from the cache when this search (context) has met their key.
-  const std::array<std::int64_t, 9> key{
-      s.tp, s.sigma(), s.cp,          static_cast<std::int64_t>(s.cp_algo),     s.cp_u,
-      s.ep, s.etp,     s.micro_batch, s.schedule == Schedule::dualpipev ? 1 : 0};
-  std::optional<LayerTimeCache::Entry> local;  // without a cache (made only then)
-  LayerTimeCache::Entry* entry = nullptr;
-  if (cache && context != 0) {
-    if (cache->slots.empty()) cache->slots.resize(kTableSlots);
-    entry = &cache->slots[slot_of(key)];
-  } else {
-    entry = &local.emplace();
-  }
-  if (local || entry->context != context || !same_key(entry->key, key)) {
-    entry->context = context;
-    entry->key = key;
-    entry->times[0] = layer_time(m, run, d, s, FfnKind::dense);
-    entry->times[1] = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : entry->times[0];
-    // Per-rank parameter counts of a layer (memory-model §4.9).
-    const std::int64_t kv_counted = m.attention == AttentionKind::gqa ? std::max(m.kv_heads, s.tp) : m.kv_heads;
-    entry->params[0] = rank_params(layer_params(m, FfnKind::dense, kv_counted), s);
-    entry->params[1] = m.is_moe() ? rank_params(layer_params(m, FfnKind::moe, kv_counted), s) : entry->params[0];
-  }
-  const LayerTime& dense = entry->times[0];
-  const LayerTime& moe = entry->times[1];
-  const double logits_f = kernel_time(d, eta.other, logits_flops(m, n_tok, v_pad) / shards);
-  const double eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
-
+  StageTerms t{m, s, plan, kinds};
+  t.logits_f = kernel_time(d, eta.other, logits_flops(m, n_tok, v_pad) / shards);
+  t.eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
   // PP hops (§7.5): inside a node only if the whole pipeline group is.
   const std::int64_t world = s.world();
   const bool pp_inside = world <= d.devices_per_node && d.devices_per_node % world == 0;
   const double S_pp = b * (seq / static_cast<double>(s.cp)) * h * o.beta_a / static_cast<double>(s.sigma());
   // §7.6: hidden with pp_overlap, and under DualPipeV's pairing unless dualpipe_overlap is off.
   const bool hidden = o.pp_overlap || (s.schedule == Schedule::dualpipev && o.dualpipe_overlap);
-  const double p2p = s.pp > 1 && !hidden ? 2 * static_cast<double>(s.vpp) * point_to_point(d, pp_inside, S_pp) : 0;
+  t.p2p = s.pp > 1 && !hidden ? 2 * static_cast<double>(s.vpp) * point_to_point(d, pp_inside, S_pp) : 0;
+  t.table = v_pad * h / static_cast<double>(s.tp);
+  t.rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
+  return t;
+}
 
-  const RankParams& dense_p = entry->params[0];
-  const RankParams& moe_p = entry->params[1];
-  const double table = v_pad * h / tp;
-
-  if (!cache || context == 0 || cache->flops_context != context) {
-    side.model_flops = 3 * static_cast<double>(run.global_batch) * sequence_flops(m, seq);
-    if (cache && context != 0) {
-      cache->flops_context = context;
-      cache->model_flops = side.model_flops;
+// A stage's layers, ends and PP hops (§7.2–§7.5) and the parameters it holds per rank.
+void stage_compute(StageCompute& sc, const StageTerms& t, std::int64_t i) {
+  const Model& m = t.m;
+  const PlannedStage& ps = t.plan.stages[static_cast<std::size_t>(i)];
+  const double h = static_cast<double>(m.hidden), tp = static_cast<double>(t.s.tp);
+  sc = StageCompute{};
+  StageTime& st = sc.partial;
+  st.stage = i;
+  double tp_c = 0, cp_c = 0, ep_c = 0;
+  // `n` layers of one kind in one mode: a stage's time is the sum of its layers' (§7.2–§7.5).
+  auto add_layers = [&](std::size_t kind, Recompute mode, double n) {
+    const LayerTime& lt = t.kinds.times[kind];
+    const int k = static_cast<int>(mode);
+    st.forward += n * lt.forward;
+    st.backward += n * lt.backward;
+    st.weight_grad += n * lt.weight_grad;
+    st.recompute += n * lt.recompute[k];
+    double tp_l = lt.tp, ep_l = lt.ep, cp_l = lt.cp;
+    // Recompute repeats the forward communication of what it recomputes (§7.5).
+    if (mode == Recompute::full) {
+      tp_l += lt.tp_forward;
+      ep_l += lt.ep_forward;
     }
-  } else {
-    side.model_flops = cache->model_flops;
+    if (lt.recompute_repeats_cp[k]) cp_l += lt.cp_forward;
+    tp_c += n * tp_l;
+    cp_c += n * cp_l;
+    ep_c += n * ep_l;
+    const RankParams& p = t.kinds.params[kind];
+    sc.P_d += n * (p.non_expert + p.shared);
+    sc.P_e += n * p.routed;
+    sc.units += n;
+  };
+  for (std::size_t kind = 0; kind < 2; ++kind) {
+    for (std::size_t full = 0; full < 2; ++full) {
+      const std::int64_t n = ps.body_layers[kind][full];
+      if (n > 0) add_layers(kind, full == 1 ? Recompute::full : t.rest_mode, static_cast<double>(n));
+    }
   }
+  if (ps.embedding) {
+    sc.P_d += t.table + static_cast<double>(m.positions) * h;
+    sc.units += 1;
+  }
+  if (ps.head) {
+    // Logits: one forward kernel and two backward ones per loss; MTP depths are body layers of
+    // the head's stage, with their eh_proj and their own logits (ruling 9).
+    const double losses = static_cast<double>(1 + m.mtp_depths);
+    st.forward += losses * t.logits_f;
+    st.backward += losses * 2 * t.logits_f;
+    st.weight_grad += losses * t.logits_f;
+    if (m.mtp_depths > 0) {
+      const double depths = static_cast<double>(m.mtp_depths);
+      add_layers(m.layer_ffn.back() == FfnKind::moe ? 1 : 0, t.s.recompute, depths);
+      st.forward += depths * t.eh_f;
+      st.backward += depths * 2 * t.eh_f;
+      st.weight_grad += depths * t.eh_f;
+      sc.P_d += depths * (static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m)));
+    }
+    sc.P_d += (m.tie && !t.plan.split_ends ? 0 : t.table) + static_cast<double>(m.norm_params());
+    if ((m.tie || m.mtp_depths > 0) && t.plan.split_ends) sc.P_d += t.table;
+    sc.units += 1;
+  }
+  st.comm_tp = tp_c;
+  st.comm_cp = cp_c;
+  st.comm_ep = ep_c;
+  st.comm_pp = t.p2p;
+  sc.embedding = ps.embedding;
+  sc.head = ps.head;
+}
+
+// Everything of a stage's time that neither z nor G changes: its layers' compute, TP/CP/EP and PP
+// communication, and the parameters it holds per rank (§7.2–§7.5); F_model is the caller's.
+void compute_side(ComputeSide& side, LayerTimeTable* kinds_table, double model_flops, const Model& m, const Run& run,
+                  const Device& d, const Strategy& s, const LayoutPlan& plan) {
+  std::optional<LayerTimes> local;  // the kinds without a table (made only then)
+  const StageTerms t = stage_terms(m, run, d, s, plan, layer_times_of(kinds_table, local, m, run, d, s));
+  side.model_flops = model_flops;
   side.stages.resize(static_cast<std::size_t>(s.pp));
-  // Without full recompute every body layer takes the strategy's mode; under it the fully
-  // recomputed layers take full and the rest recompute_rest (§5.4).
-  const Recompute rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
   for (std::int64_t i = 0; i < s.pp; ++i) {
     const PlannedStage& ps = plan.stages[static_cast<std::size_t>(i)];
     StageCompute& sc = side.stages[static_cast<std::size_t>(i)];
     if (ps.twin != PlannedStage::kNoTwin) {  // the same layer counts and no end: the same figures
       sc = side.stages[ps.twin];
       sc.partial.stage = i;
-      continue;
+    } else {
+      stage_compute(sc, t, i);
     }
-    sc = StageCompute{};
-    StageTime& st = sc.partial;
-    st.stage = i;
-    double P_d = 0, P_e = 0, units = 0;
-    double tp_c = 0, cp_c = 0, ep_c = 0;
-    // `n` layers of one kind in one mode: a stage's time is the sum of its layers' (§7.2–§7.5).
-    auto add_layers = [&](std::size_t kind, Recompute mode, double n) {
-      const LayerTime& t = kind == 1 ? moe : dense;
-      const int k = static_cast<int>(mode);
-      st.forward += n * t.forward;
-      st.backward += n * t.backward;
-      st.weight_grad += n * t.weight_grad;
-      st.recompute += n * t.recompute[k];
-      double tp_l = t.tp, ep_l = t.ep, cp_l = t.cp;
-      // Recompute repeats the forward communication of what it recomputes (§7.5).
-      if (mode == Recompute::full) {
-        tp_l += t.tp_forward;
-        ep_l += t.ep_forward;
-      }
-      if (t.recompute_repeats_cp[k]) cp_l += t.cp_forward;
-      tp_c += n * tp_l;
-      cp_c += n * cp_l;
-      ep_c += n * ep_l;
-      const RankParams& p = kind == 1 ? moe_p : dense_p;
-      P_d += n * (p.non_expert + p.shared);
-      P_e += n * p.routed;
-      units += n;
-    };
-    for (std::size_t kind = 0; kind < 2; ++kind) {
-      for (std::size_t full = 0; full < 2; ++full) {
-        const std::int64_t n = ps.body_layers[kind][full];
-        if (n > 0) add_layers(kind, full == 1 ? Recompute::full : rest_mode, static_cast<double>(n));
-      }
-    }
-    if (ps.embedding) {
-      P_d += table + static_cast<double>(m.positions) * h;
-      units += 1;
-    }
-    if (ps.head) {
-      // Logits: one forward kernel and two backward ones per loss; MTP depths are body layers of
-      // the head's stage, with their eh_proj and their own logits (ruling 9).
-      const double losses = static_cast<double>(1 + m.mtp_depths);
-      st.forward += losses * logits_f;
-      st.backward += losses * 2 * logits_f;
-      st.weight_grad += losses * logits_f;
-      if (m.mtp_depths > 0) {
-        const double depths = static_cast<double>(m.mtp_depths);
-        const Recompute last = s.recompute == Recompute::full ? Recompute::full : s.recompute;
-        add_layers(m.layer_ffn.back() == FfnKind::moe ? 1 : 0, last, depths);
-        st.forward += depths * eh_f;
-        st.backward += depths * 2 * eh_f;
-        st.weight_grad += depths * eh_f;
-        P_d += depths * (static_cast<double>(mtp_extra_split(m)) / tp + static_cast<double>(mtp_extra_repl(m)));
-      }
-      P_d += (m.tie && !plan.split_ends ? 0 : table) + static_cast<double>(m.norm_params());
-      if ((m.tie || m.mtp_depths > 0) && plan.split_ends) P_d += table;
-      units += 1;
-    }
-    st.comm_tp = tp_c;
-    st.comm_cp = cp_c;
-    st.comm_ep = ep_c;
-    st.comm_pp = p2p;
-    sc.P_d = P_d;
-    sc.P_e = P_e;
-    sc.units = units;
-    sc.embedding = ps.embedding;
-    sc.head = ps.head;
   }
   // step_time_floor (step_time_evaluator.hpp): the makespan over each τ_i without its ZeRO exposure (summed
   // as estimate_step_time_into sums τ_i, without its last term comm_zero ≥ 0), and no tail.
@@ -191,13 +187,18 @@ namespace {
 
 const ComputeSide& side_of(StepTimeScratch& scratch, const Model& m, const Run& run, const Device& d, const Strategy& s,
                            const LayoutPlan& plan) {
+  // F_model = 3·gb·F_seq (for MFU) reads only the model and the run: made once per search.
+  if (scratch.memo_context == 0 || scratch.flops_context != scratch.memo_context) {
+    scratch.model_flops = 3 * static_cast<double>(run.global_batch) * sequence_flops(m, static_cast<double>(run.seq));
+    scratch.flops_context = scratch.memo_context;
+  }
   if (scratch.memo_context == 0) {
-    compute_side(scratch.side, nullptr, 0, m, run, d, s, plan);
+    compute_side(scratch.side, nullptr, scratch.model_flops, m, run, d, s, plan);
     return scratch.side;
   }
   bool fresh = false;
   ComputeSide& kept = scratch.memo.find(scratch.memo_context, s, fresh);
-  if (fresh) compute_side(kept, &scratch.layer_times, scratch.memo_context, m, run, d, s, plan);
+  if (fresh) compute_side(kept, &scratch.layer_times, scratch.model_flops, m, run, d, s, plan);
   return kept;
 }
 

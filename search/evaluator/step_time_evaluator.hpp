@@ -10,6 +10,7 @@
 #include "estimators/layer_time.hpp"
 #include "estimators/model.hpp"
 #include "search/evaluator/layout_plan.hpp"
+#include "search/evaluator/triple_table.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/run.hpp"
 #include "estimators/strategy.hpp"
@@ -35,19 +36,13 @@ struct ComputeSide {
 };
 
 // The layer kinds' times read only tp, SP, CP (its algorithm and Ulysses degree), ep, etp, b and
-// whether the schedule is DualPipeV (layer_time.cpp): kept per search in a direct-mapped table.
-struct LayerTimeCache {
-  struct Entry {
-    std::uint64_t context = 0;  // 0: empty
-    std::array<std::int64_t, 9> key{};
-    std::array<LayerTime, 2> times{};    // dense, MoE
-    std::array<RankParams, 2> params{};  // a layer's per-rank parameters (tp, ep, etp), dense, MoE
-  };
-  std::vector<Entry> slots;  // kTableSlots (slot_hash.hpp), allocated on first use
-  // F_model (ComputeSide::model_flops) reads only the model and the run: kept for `flops_context`.
-  std::uint64_t flops_context = 0;
-  double model_flops = 0;
+// whether the schedule is DualPipeV (layer_time.cpp): kept in a table over the triple's values
+// while the search walks it (flag 1: DualPipeV).
+struct LayerTimes {
+  std::array<LayerTime, 2> times{};    // dense, MoE
+  std::array<RankParams, 2> params{};  // a layer's per-rank parameters (tp, ep, etp), dense, MoE
 };
+using LayerTimeTable = TripleTable<LayerTimes>;
 
 // Storage an estimate works in (the search keeps one per thread); setting `memo_context`
 // (zero_free_memo.hpp) also reuses the compute side across (z, G).
@@ -56,7 +51,10 @@ struct StepTimeScratch {
 
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ComputeSide> memo;
-  LayerTimeCache layer_times;
+  LayerTimeTable layer_times;  // opened by the search for each triple it walks
+  // F_model (ComputeSide::model_flops) reads only the model and the run: kept for `flops_context`.
+  std::uint64_t flops_context = 0;
+  double model_flops = 0;
 };
 
 // The same into `r` (its stage storage reused) with the plan of the strategy's layout already

@@ -12,10 +12,18 @@
 #include <cstdint>
 #include <vector>
 
-#include "search/evaluator/slot_hash.hpp"
 #include "estimators/strategy.hpp"
 
 namespace meshfit {
+
+// Two keys equal, value by value: std::array's == calls memcmp for these, a library call per
+// lookup on the scoring hot path; this loop the compiler unrolls.
+template <std::size_t N>
+bool same_key(const std::array<std::int64_t, N>& a, const std::array<std::int64_t, N>& b) {
+  bool same = true;
+  for (std::size_t i = 0; i < N; ++i) same = same && a[i] == b[i];
+  return same;
+}
 
 template <class Entry>
 class ZeroFreeMemo {
