@@ -1,0 +1,161 @@
+#include "engine/search_reports.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/memory_terms.hpp"
+#include "engine/strategy_string.hpp"
+#include "engine/text_format.hpp"
+#include "engine/utf8_text.hpp"
+
+namespace meshfit {
+
+namespace {
+
+void write_records(const std::vector<ScoredStrategy>& xs, bool flag_dominated, std::ostream& out) {
+  TextTable t;
+  t.row({"strategy", "step s", "peak GiB", "stage", "tok/s/dev", "MFU", ""});
+  for (const auto& x : xs) {
+    t.row({strategy_to_string(x.strategy), fixed(x.step_s, 3), fixed(x.peak_bytes / kGiB, 2),
+           std::to_string(x.peak_stage), fixed(x.tokens_per_sec_per_device, 0), fixed(100 * x.mfu, 1) + "%",
+           flag_dominated && x.dominated ? "dominated" : ""});
+  }
+  t.print(out, "  ");
+}
+
+}  // namespace
+
+void write_record_json(JsonWriter& j, const ScoredStrategy& x) {
+  j.begin_object().key("strategy");
+  write_strategy_json(j, x.strategy);
+  j.field("peak_memory_gib", x.peak_bytes / kGiB)
+      .field("peak_stage", x.peak_stage)
+      .field("step_time_s", x.step_s)
+      .field("tokens_per_sec_per_device", x.tokens_per_sec_per_device)
+      .field("mfu", x.mfu);
+  j.end_object();
+}
+
+void write_search_json(const SearchResult& r, std::ostream& out) {
+  JsonWriter j(out);
+  j.begin_object().field("budget_gib", r.budget / kGiB);
+  j.key("front").begin_array();
+  for (const auto& x : r.front) write_record_json(j, x);
+  j.end_array().key("top").begin_array();
+  for (const auto& x : r.top) write_record_json(j, x);
+  j.end_array();
+  j.key("counts")
+      .begin_object()
+      .field("enumerated", r.enumerated)
+      .field("valid", r.valid)
+      .field("fitting", r.fitting)
+      .field("front", static_cast<std::int64_t>(r.front.size()))
+      .end_object();
+  j.key("rejected_by").begin_object();
+  for (std::size_t i = 0; i < kRuleSlots; ++i) {
+    if (r.histogram[i] > 0) j.field(slot_name(i), r.histogram[i]);
+  }
+  j.end_object();
+  j.field("interrupted", r.interrupted).field("seconds", r.seconds).end_object();
+  out << '\n';
+}
+
+void write_search_csv(const SearchResult& r, std::ostream& out) {
+  // A comment line before the header, so that no reader takes a partial result for a whole one.
+  if (r.interrupted) out << "# INTERRUPTED: the rows below cover only the part of the space searched\n";
+  out << "set,strategy,peak_memory_gib,peak_stage,step_time_s,tokens_per_sec_per_device,mfu\n";
+  auto row = [&](const char* set, const ScoredStrategy& x) {
+    out << set << ",\"" << strategy_to_string(x.strategy) << "\"," << fixed(x.peak_bytes / kGiB, 4) << ','
+        << x.peak_stage << ',' << fixed(x.step_s, 6) << ',' << fixed(x.tokens_per_sec_per_device, 2) << ','
+        << fixed(x.mfu, 4) << '\n';
+  };
+  for (const auto& x : r.front) row("front", x);
+  for (const auto& x : r.top) row("top", x);
+}
+
+void write_search_table(const Model& m, const Cluster& c, const Run& run, const SearchResult& r, std::ostream& out) {
+  out << "search " << printable(m.name) << " on " << c.devices << " x " << printable(c.device.name) << ", seq "
+      << run.seq << ", global batch " << run.global_batch << "; budget " << fixed(r.budget / kGiB, 2)
+      << " GiB per device\n";
+  if (r.interrupted) out << "INTERRUPTED: the results below cover only the part of the space searched\n";
+  out << "\nPareto front (" << r.front.size() << "), fastest first:\n";
+  write_records(r.front, false, out);
+  out << "\ntop " << r.top.size() << " fastest fitting:\n";
+  write_records(r.top, true, out);
+  out << "\nenumerated " << with_commas(r.enumerated) << ", valid " << with_commas(r.valid) << ", fitting "
+      << with_commas(r.fitting) << ", on the front " << r.front.size() << "; " << fixed(r.seconds, 2) << " s\n";
+  std::vector<std::pair<std::int64_t, std::size_t>> rules;
+  for (std::size_t i = 0; i < kRuleSlots; ++i) {
+    if (r.histogram[i] > 0) rules.emplace_back(r.histogram[i], i);
+  }
+  std::sort(rules.begin(), rules.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  out << "rejected by:";
+  for (const auto& [n, i] : rules) out << "  " << slot_name(i) << " " << with_commas(n);
+  out << '\n';
+}
+
+void write_counts_json(const CountResults& c, std::ostream& out) {
+  const auto& results = c.results;
+  const auto& smallest = c.smallest;
+  JsonWriter j(out);
+  j.begin_object().key("device_counts").begin_array();
+  for (const auto& [n, r] : results) {
+    j.begin_object()
+        .field("devices", n)
+        .field("enumerated", r.enumerated)
+        .field("valid", r.valid)
+        .field("fitting", r.fitting)
+        .field("front", static_cast<std::int64_t>(r.front.size()))
+        .key("best");
+    if (r.top.empty())
+      j.null();
+    else
+      write_record_json(j, r.top.front());
+    j.field("interrupted", r.interrupted).field("seconds", r.seconds).end_object();
+  }
+  j.end_array().key("smallest_fitting_devices");
+  if (smallest)
+    j.value(*smallest);
+  else
+    j.null();
+  j.field("not_searched", static_cast<std::int64_t>(c.listed - results.size()));
+  j.field("interrupted", c.interrupted).end_object();
+  out << '\n';
+}
+
+void write_counts_table(const Model& model, const Cluster& cluster, const Run& run, const CountResults& c,
+                        std::ostream& out) {
+  const auto& results = c.results;
+  const auto& smallest = c.smallest;
+  const bool interrupted = c.interrupted;
+  out << "search " << printable(model.name) << " on " << printable(cluster.device.name) << ", seq " << run.seq
+      << ", global batch " << run.global_batch << ", per device count:\n";
+  if (interrupted) {
+    out << "INTERRUPTED: " << results.size() << " of " << c.listed << " device counts searched"
+        << (results.back().second.interrupted ? ", the last one only in part" : "") << '\n';
+  }
+  TextTable t;
+  t.row({"devices", "valid", "fitting", "front", "best step s", "peak GiB", "tok/s/dev", "best strategy"});
+  for (const auto& [n, r] : results) {
+    if (r.top.empty()) {
+      t.row({std::to_string(n), with_commas(r.valid), "0", "0", "-", "-", "-",
+             r.interrupted ? "nothing fits in the part searched" : "nothing fits"});
+    } else {
+      const ScoredStrategy& b = r.top.front();
+      t.row({std::to_string(n), with_commas(r.valid), with_commas(r.fitting), std::to_string(r.front.size()),
+             fixed(b.step_s, 3), fixed(b.peak_bytes / kGiB, 2), fixed(b.tokens_per_sec_per_device, 0),
+             strategy_to_string(b.strategy)});
+    }
+  }
+  t.print(out, "  ");
+  out << (smallest ? std::string(interrupted ? "smallest device count found (interrupted, not proven smallest)"
+                                             : "smallest device count with a fitting strategy") +
+                         ": " + std::to_string(*smallest)
+                   : std::string(interrupted ? "no fitting strategy found before the interrupt"
+                                             : "no device count in the list has a fitting strategy"))
+      << '\n';
+}
+
+}  // namespace meshfit
