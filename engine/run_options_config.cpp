@@ -1,6 +1,11 @@
 #include "engine/run_options_config.hpp"
 
+#include <initializer_list>
 #include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/input_error.hpp"
 #include "engine/utf8_text.hpp"
@@ -57,139 +62,153 @@ void apply_recompute_switches(const YAML::Node& value, const std::string& source
   o.selective_policy = SelectivePolicy::switches;
 }
 
-void apply_run_options(const YAML::Node& doc, const std::string& source, Run& run, const std::string& prefix) {
-  const Fields f(doc, source, prefix);
-  f.reject_unknown({"flash_attention",
-                    "attention_dropout",
-                    "hidden_dropout",
-                    "embedding_dropout",
-                    "beta_a",
-                    "beta_n",
-                    "beta_sm",
-                    "beta_lse",
-                    "softmax_cast",
-                    "fused_swiglu",
-                    "eager_rope",
-                    "moe_mode",
-                    "capacity_factor",
-                    "moe_imbalance",
-                    "logits_kept_bytes",
-                    "loss_transient_bytes",
-                    "loss_parallel_transient_bytes",
-                    "output_saves_gathered_input",
-                    "loss_chunks",
-                    "vocab_parallel_loss",
-                    "ep_dispatcher",
-                    "tp_overlap",
-                    "ep_overlap",
-                    "cp_overlap",
-                    "pp_overlap",
-                    "dualpipe_overlap",
-                    "dp_overlap",
-                    "latency_model",
-                    "mla_cp_latent",
-                    "expert_shard_group",
-                    "fsdp_root_and_last_block_unsharded",
-                    "shard_override",
-                    "vocab_pad_multiple",
-                    "reshard_after_forward",
-                    "fsdp_prefetch_layers",
-                    "overlap_grad_reduce",
-                    "grad_bucket_bytes",
-                    "allgather_bucket_bytes",
-                    "optimizer_step_temp_bytes_per_param",
-                    "grad_clip",
-                    "token_id_bytes",
-                    "recompute_switches",
-                    "recompute_rest",
-                    "offload_optimizer",
-                    "layers_per_vstage",
-                    "full_layers_per_vstage",
-                    "layers_first_stage",
-                    "layers_last_stage",
-                    "account_embedding",
-                    "account_loss",
-                    "fp8_weight_cache_bytes",
-                    "fp8_saved_matmul_inputs",
-                    "fp8_allgather",
-                    "defer_grad_sync",
-                    "torch_compile",
-                    "fp8_linears",
-                    "fp8_scaling",
-                    "grad_clip_model",
-                    "beta_P",
-                    "beta_G",
-                    "beta_master",
-                    "beta_state",
-                    "beta_gather",
-                    "beta_red",
-                    "beta_gcomm"});
-  RunOptions& o = run.options;
-  Precision& p = run.precision;
-  auto flag = [&](const char* key, bool& out) {
+namespace {
+
+// Every key a run-options map may hold (docs/spec/cli.md, "run options"); any other is refused.
+const std::vector<std::string> kRunOptionKeys = {"flash_attention",
+                                                 "attention_dropout",
+                                                 "hidden_dropout",
+                                                 "embedding_dropout",
+                                                 "beta_a",
+                                                 "beta_n",
+                                                 "beta_sm",
+                                                 "beta_lse",
+                                                 "softmax_cast",
+                                                 "fused_swiglu",
+                                                 "eager_rope",
+                                                 "moe_mode",
+                                                 "capacity_factor",
+                                                 "moe_imbalance",
+                                                 "logits_kept_bytes",
+                                                 "loss_transient_bytes",
+                                                 "loss_parallel_transient_bytes",
+                                                 "output_saves_gathered_input",
+                                                 "loss_chunks",
+                                                 "vocab_parallel_loss",
+                                                 "ep_dispatcher",
+                                                 "tp_overlap",
+                                                 "ep_overlap",
+                                                 "cp_overlap",
+                                                 "pp_overlap",
+                                                 "dualpipe_overlap",
+                                                 "dp_overlap",
+                                                 "latency_model",
+                                                 "mla_cp_latent",
+                                                 "expert_shard_group",
+                                                 "fsdp_root_and_last_block_unsharded",
+                                                 "shard_override",
+                                                 "vocab_pad_multiple",
+                                                 "reshard_after_forward",
+                                                 "fsdp_prefetch_layers",
+                                                 "overlap_grad_reduce",
+                                                 "grad_bucket_bytes",
+                                                 "allgather_bucket_bytes",
+                                                 "optimizer_step_temp_bytes_per_param",
+                                                 "grad_clip",
+                                                 "token_id_bytes",
+                                                 "recompute_switches",
+                                                 "recompute_rest",
+                                                 "offload_optimizer",
+                                                 "layers_per_vstage",
+                                                 "full_layers_per_vstage",
+                                                 "layers_first_stage",
+                                                 "layers_last_stage",
+                                                 "account_embedding",
+                                                 "account_loss",
+                                                 "fp8_weight_cache_bytes",
+                                                 "fp8_saved_matmul_inputs",
+                                                 "fp8_allgather",
+                                                 "defer_grad_sync",
+                                                 "torch_compile",
+                                                 "fp8_linears",
+                                                 "fp8_scaling",
+                                                 "grad_clip_model",
+                                                 "beta_P",
+                                                 "beta_G",
+                                                 "beta_master",
+                                                 "beta_state",
+                                                 "beta_gather",
+                                                 "beta_red",
+                                                 "beta_gcomm"};
+
+// The readers the options share: a key absent leaves its field as it was.
+struct OptionReader {
+  const Fields& f;
+  void flag(const char* key, bool& out) const {
     if (const auto v = f.optional_bool(key)) out = *v;
-  };
-  auto optional_flag = [&](const char* key, std::optional<bool>& out) {
+  }
+  void optional_flag(const char* key, std::optional<bool>& out) const {
     if (const auto v = f.optional_bool(key)) out = *v;
-  };
-  auto number = [&](const char* key, double& out, double lo, double hi) {
+  }
+  void number(const char* key, double& out, double lo, double hi) const {
     if (const auto v = f.optional_number(key, lo, hi)) out = *v;
-  };
-  flag("flash_attention", run.flash_attention);
-  optional_flag("attention_dropout", o.attention_dropout);
-  optional_flag("hidden_dropout", o.hidden_dropout);
-  optional_flag("embedding_dropout", o.embedding_dropout);
-  number("beta_a", o.beta_a, 0.5, 8);
-  number("beta_n", o.beta_n, 0.5, 8);
-  number("beta_sm", o.beta_sm, 0.5, 8);
-  number("beta_lse", o.beta_lse, 0, 64);
-  flag("softmax_cast", o.softmax_cast);
-  flag("fused_swiglu", o.fused_swiglu);
-  flag("eager_rope", o.eager_rope);
-  if (const auto mode = f.optional_string("moe_mode")) {
-    if (*mode == "dropless")
-      o.moe_mode = MoeMode::dropless;
-    else if (*mode == "capacity")
-      o.moe_mode = MoeMode::capacity;
-    else
-      f.fail("moe_mode", "expected dropless or capacity, got '" + *mode + "'");
   }
-  number("capacity_factor", o.capacity_factor, 1e-3, 64);
-  number("moe_imbalance", o.moe_imbalance, 1, 64);
-  number("logits_kept_bytes", o.logits_kept_bytes, 0, 64);
-  number("loss_transient_bytes", o.loss_transient_bytes, 0, 64);
-  number("loss_parallel_transient_bytes", o.loss_parallel_transient_bytes, 0, 64);
-  flag("output_saves_gathered_input", o.output_saves_gathered_input);
-  number("loss_chunks", o.loss_chunks, 1, 1e6);
-  flag("vocab_parallel_loss", o.vocab_parallel_loss);
+  // One of the names, each with its value; `expected` lists them for the error.
+  template <class T>
+  void choice(const char* key, T& out, std::initializer_list<std::pair<const char*, T>> names,
+              const char* expected) const {
+    const auto v = f.optional_string(key);
+    if (!v) return;
+    for (const auto& [name, value] : names) {
+      if (*v == name) {
+        out = value;
+        return;
+      }
+    }
+    f.fail(key, std::string("expected ") + expected + ", got " + quoted_text(*v));
+  }
+};
+
+// What the layers keep for the backward and how attention, the MoE block and the loss run (§7).
+void read_activation_options(const OptionReader& r, Run& run) {
+  RunOptions& o = run.options;
+  r.flag("flash_attention", run.flash_attention);
+  r.optional_flag("attention_dropout", o.attention_dropout);
+  r.optional_flag("hidden_dropout", o.hidden_dropout);
+  r.optional_flag("embedding_dropout", o.embedding_dropout);
+  r.number("beta_a", o.beta_a, 0.5, 8);
+  r.number("beta_n", o.beta_n, 0.5, 8);
+  r.number("beta_sm", o.beta_sm, 0.5, 8);
+  r.number("beta_lse", o.beta_lse, 0, 64);
+  r.flag("softmax_cast", o.softmax_cast);
+  r.flag("fused_swiglu", o.fused_swiglu);
+  r.flag("eager_rope", o.eager_rope);
+  r.choice("moe_mode", o.moe_mode, {{"dropless", MoeMode::dropless}, {"capacity", MoeMode::capacity}},
+           "dropless or capacity");
+  r.number("capacity_factor", o.capacity_factor, 1e-3, 64);
+  r.number("moe_imbalance", o.moe_imbalance, 1, 64);
+  r.number("logits_kept_bytes", o.logits_kept_bytes, 0, 64);
+  r.number("loss_transient_bytes", o.loss_transient_bytes, 0, 64);
+  r.number("loss_parallel_transient_bytes", o.loss_parallel_transient_bytes, 0, 64);
+  r.flag("output_saves_gathered_input", o.output_saves_gathered_input);
+  r.number("loss_chunks", o.loss_chunks, 1, 1e6);
+  r.flag("vocab_parallel_loss", o.vocab_parallel_loss);
+  r.number("token_id_bytes", o.token_id_bytes, 0, 16);
+}
+
+// FSDP's resharding and prefetch, the communication overlaps and the collectives' model.
+void read_parallel_options(const OptionReader& r, const std::string& source, Run& run) {
+  const Fields& f = r.f;
+  RunOptions& o = run.options;
   if (const auto q = f.optional_int("vocab_pad_multiple")) run.profile.vocab_pad_multiple = *q;
-  if (const auto r = f.optional_string("reshard_after_forward")) {
-    if (*r == "true")
-      run.profile.reshard_after_forward = ReshardAfterForward::on;
-    else if (*r == "false")
-      run.profile.reshard_after_forward = ReshardAfterForward::off;
-    else if (*r == "auto")
-      run.profile.reshard_after_forward = ReshardAfterForward::automatic;
-    else
-      f.fail("reshard_after_forward", "expected true, false or auto, got '" + *r + "'");
-  }
+  r.choice("reshard_after_forward", run.profile.reshard_after_forward,
+           {{"true", ReshardAfterForward::on},
+            {"false", ReshardAfterForward::off},
+            {"auto", ReshardAfterForward::automatic}},
+           "true, false or auto");
   if (const auto n = f.optional_int("fsdp_prefetch_layers", 0)) o.fsdp_prefetch_layers = *n;
-  flag("overlap_grad_reduce", o.overlap_grad_reduce);
-  if (const auto dispatch = f.optional_string("ep_dispatcher")) {
-    if (*dispatch == "alltoall")
-      o.ep_dispatch = EpDispatch::all_to_all;
-    else if (*dispatch == "deepep" || *dispatch == "hybridep")
-      o.ep_dispatch = EpDispatch::node_dedup;
-    else
-      f.fail("ep_dispatcher", "expected alltoall, deepep or hybridep, got '" + *dispatch + "'");
-  }
-  number("tp_overlap", o.tp_overlap, 0, 1);
-  number("ep_overlap", o.ep_overlap, 0, 1);
-  flag("cp_overlap", o.cp_overlap);
-  flag("pp_overlap", o.pp_overlap);
-  flag("dualpipe_overlap", o.dualpipe_overlap);
-  flag("dp_overlap", o.dp_overlap);
-  flag("mla_cp_latent", o.mla_cp_latent);
+  r.flag("overlap_grad_reduce", o.overlap_grad_reduce);
+  r.choice(
+      "ep_dispatcher", o.ep_dispatch,
+      {{"alltoall", EpDispatch::all_to_all}, {"deepep", EpDispatch::node_dedup}, {"hybridep", EpDispatch::node_dedup}},
+      "alltoall, deepep or hybridep");
+  r.number("tp_overlap", o.tp_overlap, 0, 1);
+  r.number("ep_overlap", o.ep_overlap, 0, 1);
+  r.flag("cp_overlap", o.cp_overlap);
+  r.flag("pp_overlap", o.pp_overlap);
+  r.flag("dualpipe_overlap", o.dualpipe_overlap);
+  r.flag("dp_overlap", o.dp_overlap);
+  r.flag("mla_cp_latent", o.mla_cp_latent);
   if (const auto g = f.optional_int("expert_shard_group")) o.expert_shard_group = *g;
   if (f.has("shard_override")) {
     if (!f.raw("shard_override").IsMap()) f.fail("shard_override", "expected a map {P: n, G: n, OS: n}");
@@ -202,62 +221,72 @@ void apply_run_options(const YAML::Node& doc, const std::string& source, Run& ru
   if (const auto held = f.optional_bool("fsdp_root_and_last_block_unsharded")) {
     run.profile.fsdp_root_and_last_block_unsharded = *held;
   }
-  if (const auto model = f.optional_string("latency_model")) {
-    if (*model != "ring" && *model != "tree") f.fail("latency_model", "expected ring or tree, got '" + *model + "'");
-    o.latency_tree = *model == "tree";
-  }
-  // Re-read precision overrides first: bucket sizes in bytes convert with them.
-  number("beta_P", p.beta_P, 0, 16);
-  number("beta_G", p.beta_G, 0, 16);
-  number("beta_master", p.beta_master, 0, 16);
-  number("beta_state", p.beta_state, 0, 16);
-  number("beta_gather", p.beta_gather, 0, 16);
-  number("beta_red", p.beta_red, 0, 16);
-  number("beta_gcomm", p.beta_gcomm, 0, 16);
+  bool tree = o.latency_tree;
+  r.choice("latency_model", tree, {{"ring", false}, {"tree", true}}, "ring or tree");
+  o.latency_tree = tree;
+}
+
+// Bytes per value, the buckets (in bytes, so after the bytes per value), the optimizer step and
+// gradient clipping, and FP8.
+void read_precision_options(const OptionReader& r, Run& run) {
+  const Fields& f = r.f;
+  RunOptions& o = run.options;
+  Precision& p = run.precision;
+  r.number("beta_P", p.beta_P, 0, 16);
+  r.number("beta_G", p.beta_G, 0, 16);
+  r.number("beta_master", p.beta_master, 0, 16);
+  r.number("beta_state", p.beta_state, 0, 16);
+  r.number("beta_gather", p.beta_gather, 0, 16);
+  r.number("beta_red", p.beta_red, 0, 16);
+  r.number("beta_gcomm", p.beta_gcomm, 0, 16);
   if (const auto b = f.optional_number("grad_bucket_bytes", 0, kMax)) {
     run.profile.grad_bucket_elements = p.beta_G > 0 ? *b / p.beta_G : 0;
   }
   if (const auto b = f.optional_number("allgather_bucket_bytes", 0, kMax)) {
     run.profile.allgather_bucket_elements = p.beta_P > 0 ? *b / p.beta_P : 0;
   }
-  number("optimizer_step_temp_bytes_per_param", o.optimizer_step_temp_bytes_per_param, 0, 64);
-  flag("grad_clip", o.grad_clip);
-  if (const auto model = f.optional_string("grad_clip_model")) {
-    if (*model != "none" && *model != "seed") f.fail("grad_clip_model", "expected none or seed, got '" + *model + "'");
-    o.grad_clip_seed = *model == "seed";
-  }
-  number("token_id_bytes", o.token_id_bytes, 0, 16);
+  r.number("optimizer_step_temp_bytes_per_param", o.optimizer_step_temp_bytes_per_param, 0, 64);
+  r.flag("grad_clip", o.grad_clip);
+  bool seed = o.grad_clip_seed;
+  r.choice("grad_clip_model", seed, {{"none", false}, {"seed", true}}, "none or seed");
+  o.grad_clip_seed = seed;
+  r.flag("offload_optimizer", o.offload_optimizer);
+  r.number("fp8_weight_cache_bytes", o.fp8_weight_cache_bytes, 0, 8);
+  r.flag("fp8_saved_matmul_inputs", o.fp8_saved_matmul_inputs);
+  if (f.optional_bool("fp8_allgather").value_or(false)) p.beta_gather = 1;
+  r.optional_flag("defer_grad_sync", o.defer_grad_sync);
+  r.flag("torch_compile", o.torch_compile);
+  r.flag("fp8_linears", o.fp8_linears);
+  r.choice("fp8_scaling", o.fp8_scaling, {{"tensorwise", Fp8Scaling::tensorwise}, {"rowwise", Fp8Scaling::rowwise}},
+           "tensorwise or rowwise");
+}
+
+// The recompute switches and the pipeline's layer split.
+void read_layout_options(const OptionReader& r, const std::string& source, Run& run) {
+  const Fields& f = r.f;
+  RunOptions& o = run.options;
   if (f.has("recompute_switches"))
     apply_recompute_switches(f.raw("recompute_switches"), source, f.path("recompute_switches"), run);
-  if (const auto rest = f.optional_string("recompute_rest")) {
-    if (*rest == "none")
-      o.recompute_rest = Recompute::none;
-    else if (*rest == "selective")
-      o.recompute_rest = Recompute::selective;
-    else
-      f.fail("recompute_rest", "expected none or selective, got '" + *rest + "'");
-  }
-  flag("offload_optimizer", o.offload_optimizer);
+  r.choice("recompute_rest", o.recompute_rest, {{"none", Recompute::none}, {"selective", Recompute::selective}},
+           "none or selective");
   if (f.has("layers_per_vstage")) o.layers_per_vstage = f.int_list("layers_per_vstage", 0);
   if (f.has("full_layers_per_vstage")) o.full_layers_per_vstage = f.int_list("full_layers_per_vstage", 0);
   if (const auto n = f.optional_int("layers_first_stage")) o.layers_first_stage = *n;
   if (const auto n = f.optional_int("layers_last_stage")) o.layers_last_stage = *n;
-  flag("account_embedding", o.account_embedding);
-  flag("account_loss", o.account_loss);
-  number("fp8_weight_cache_bytes", o.fp8_weight_cache_bytes, 0, 8);
-  flag("fp8_saved_matmul_inputs", o.fp8_saved_matmul_inputs);
-  if (f.optional_bool("fp8_allgather").value_or(false)) p.beta_gather = 1;
-  optional_flag("defer_grad_sync", o.defer_grad_sync);
-  flag("torch_compile", o.torch_compile);
-  flag("fp8_linears", o.fp8_linears);
-  if (const auto scaling = f.optional_string("fp8_scaling")) {
-    if (*scaling == "tensorwise")
-      o.fp8_scaling = Fp8Scaling::tensorwise;
-    else if (*scaling == "rowwise")
-      o.fp8_scaling = Fp8Scaling::rowwise;
-    else
-      f.fail("fp8_scaling", "expected tensorwise or rowwise, got " + quoted_text(*scaling));
-  }
+  r.flag("account_embedding", o.account_embedding);
+  r.flag("account_loss", o.account_loss);
+}
+
+}  // namespace
+
+void apply_run_options(const YAML::Node& doc, const std::string& source, Run& run, const std::string& prefix) {
+  const Fields f(doc, source, prefix);
+  f.reject_unknown(kRunOptionKeys);
+  const OptionReader r{f};
+  read_activation_options(r, run);
+  read_parallel_options(r, source, run);
+  read_precision_options(r, run);
+  read_layout_options(r, source, run);
 }
 
 }  // namespace meshfit

@@ -131,32 +131,9 @@ double megatron_reported_flops_per_token(const Model& m, double seq, double v_pa
   return 12 * h * (attention + ffn) + 6 * h * v_pad;
 }
 
-ValidationCase read_case(const YAML::Node& node, const std::string& path, std::size_t index) {
-  ValidationCase vc;
-  const Fields top(node, path + ": case #" + std::to_string(index + 1));
-  vc.id = top.optional_string("id").value_or("");
-  if (vc.id.empty()) top.fail("id", "missing; expected a unique string");
-  const std::string src = path + ": case " + quoted_text(vc.id);
-  const Fields c(node, src);
-  for (const char* key :
-       {"framework", "model", "run", "strategy", "recompute", "precision", "features", "device", "measured"}) {
-    if (!c.has(key)) c.fail(key, "missing");
-  }
-  vc.framework = c.optional_string("framework").value_or("");
-  // pytorch-probe: a run of tools/probe (FSDP2 and DTensor on one rank), priced with torchtitan's
-  // profile, which builds on the same PyTorch parts.
-  const std::vector<std::string> frameworks = {"torchtitan", "megatron", "deepspeed", "pytorch-probe", "other"};
-  if (std::find(frameworks.begin(), frameworks.end(), vc.framework) == frameworks.end()) {
-    c.fail("framework",
-           "expected torchtitan, megatron, deepspeed, pytorch-probe or other, got " + quoted_text(vc.framework));
-  }
+// The case's run, precision and features (the run's options they name), into vc.run.
+void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) {
   auto& notes = vc.defaults_taken;
-
-  // Model.
-  const Fields mf(c.raw("model"), src, "model");
-  vc.model = model_from_config(translate_model(c.raw("model"), mf), src + " model", vc.id);
-
-  // Run and precision.
   const Fields r(c.raw("run"), src, "run");
   const Fields p(c.raw("precision"), src, "precision");
   const Fields feat(c.raw("features"), src, "features");
@@ -222,8 +199,12 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   }
   // So is torchao float8's scaling recipe ("float8 rowwise", "float8 tensorwise").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
+}
 
-  // Strategy.
+// The case's strategy, into vc.strategy (and the reshard setting it names, into vc.run).
+void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& src) {
+  auto& notes = vc.defaults_taken;
+  const Fields r(c.raw("run"), src, "run");
   const Fields s(c.raw("strategy"), src, "strategy");
   Strategy& st = vc.strategy;
   st.dp = s.required_int("dp");
@@ -280,7 +261,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   if (const auto reshard = s.optional_bool("reshard_after_forward")) {
     vc.run.profile.reshard_after_forward = *reshard ? ReshardAfterForward::on : ReshardAfterForward::off;
   }
-  st.micro_batch = *flags.micro_batch;
+  st.micro_batch = r.optional_int("micro_batch_size").value_or(1);  // as read_case_run reads it
   if (const auto m = r.optional_int("num_microbatches")) {
     st.num_microbatches = *m;
   } else {  // derived, as the sources derive it: gb = dp·b·m
@@ -292,8 +273,11 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
     st.num_microbatches = vc.run.global_batch / per_step;
     notes.push_back("null num_microbatches -> gb/(dp·b) = " + std::to_string(st.num_microbatches));
   }
+}
 
-  // Recompute.
+// The case's recompute mode and, for selective recompute, what its framework saves.
+void read_case_recompute(ValidationCase& vc, const Fields& c, const std::string& src) {
+  Strategy& st = vc.strategy;
   const Fields rc(c.raw("recompute"), src, "recompute");
   const std::string mode = rc.optional_string("mode").value_or("none");
   const std::string detail = rc.optional_string("detail").value_or("");
@@ -318,8 +302,13 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
       vc.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;  // the probe's SAC is torchtitan's
     }
   }
+}
 
-  // Device and measurement.
+// The case's device and what was measured: memory, and throughput stated in one of three ways.
+void read_case_measured(ValidationCase& vc, const Fields& c, const std::string& src) {
+  auto& notes = vc.defaults_taken;
+  const Strategy& st = vc.strategy;
+  const std::int64_t world = st.dp * st.tp * st.pp * st.cp;
   vc.cluster = Cluster{case_device(Fields(c.raw("device"), src, "device"), notes), world};
   const Fields me(c.raw("measured"), src, "measured");
   vc.measured_gib = me.optional_number("value_gib", 1e-6, 1e6);
@@ -347,7 +336,37 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
       notes.push_back("tokens/s per device from tflops_per_device over Megatron's FLOPs per token");
     }
   }
+}
 
+ValidationCase read_case(const YAML::Node& node, const std::string& path, std::size_t index) {
+  ValidationCase vc;
+  const Fields top(node, path + ": case #" + std::to_string(index + 1));
+  vc.id = top.optional_string("id").value_or("");
+  if (vc.id.empty()) top.fail("id", "missing; expected a unique string");
+  const std::string src = path + ": case " + quoted_text(vc.id);
+  const Fields c(node, src);
+  for (const char* key :
+       {"framework", "model", "run", "strategy", "recompute", "precision", "features", "device", "measured"}) {
+    if (!c.has(key)) c.fail(key, "missing");
+  }
+  vc.framework = c.optional_string("framework").value_or("");
+  // pytorch-probe: a run of tools/probe (FSDP2 and DTensor on one rank), priced with torchtitan's
+  // profile, which builds on the same PyTorch parts.
+  const std::vector<std::string> frameworks = {"torchtitan", "megatron", "deepspeed", "pytorch-probe", "other"};
+  if (std::find(frameworks.begin(), frameworks.end(), vc.framework) == frameworks.end()) {
+    c.fail("framework",
+           "expected torchtitan, megatron, deepspeed, pytorch-probe or other, got " + quoted_text(vc.framework));
+  }
+
+  // Model.
+  const Fields mf(c.raw("model"), src, "model");
+  vc.model = model_from_config(translate_model(c.raw("model"), mf), src + " model", vc.id);
+
+  read_case_run(vc, c, src);
+  read_case_strategy(vc, c, src);
+  read_case_recompute(vc, c, src);
+  read_case_measured(vc, c, src);
+  const Strategy& st = vc.strategy;
   const HardRule broken = first_broken_rule(vc.model, vc.run, vc.cluster, st);
   if (broken != HardRule::ok) {
     throw InputError(src + ": strategy: " + explain_rule(broken, vc.model, vc.run, vc.cluster, st));
