@@ -2,6 +2,7 @@
 
 #include "engine/hyperparallel_yaml.hpp"
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -68,19 +69,24 @@ std::int64_t positive(const InputOrigin& origin, const std::map<std::string, std
   return *v;
 }
 
-}  // namespace
-
-Strategy parse_strategy(const std::string& given, const Model& m, const Run& run, const Cluster& cluster,
-                        std::vector<std::string>& warnings, bool check_rules, const InputOrigin& origin) {
-  const std::string source = strategy_source(origin);
-  const auto fail = [&](const std::string& key, const std::string& expected) {
-    throw InputError(source, strategy_field(origin, key), expected);
-  };
-  // A path to a train YAML (what `meshfit export --to hyperparallel` writes) stands for the
-  // strategy it describes.
-  const bool yaml_path = given.find('=') == std::string::npos && (given.ends_with(".yaml") || given.ends_with(".yml"));
-  const std::string text = yaml_path ? strategy_string_from_train_yaml(given) : given;
+// The key=value pairs of a strategy string, with the errors that name its source and key.
+struct StrategyFields {
+  const InputOrigin& origin;
+  std::string source;
   std::map<std::string, std::string> kv;
+
+  bool has(const char* key) const { return kv.count(key) > 0; }
+  const std::string& at(const char* key) const { return kv.at(key); }
+  [[noreturn]] void fail(const std::string& key, const std::string& expected) const {
+    throw InputError(source, strategy_field(origin, key), expected);
+  }
+  std::int64_t positive_at(const char* key, std::int64_t max = kMaxValue, const std::string& what = "") const {
+    return positive(origin, kv, key, max, what);
+  }
+};
+
+StrategyFields split_fields(const std::string& text, const InputOrigin& origin) {
+  StrategyFields f{origin, strategy_source(origin), {}};
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -91,147 +97,157 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
     if (eq == std::string::npos) {
       throw InputError(
           origin.prefix.empty()
-              ? source + ": expected key=value, got " + quoted_text(item)
-              : InputError(source, origin.field("strategy"), "expected key=value, got " + quoted_text(item)).what());
+              ? f.source + ": expected key=value, got " + quoted_text(item)
+              : InputError(f.source, origin.field("strategy"), "expected key=value, got " + quoted_text(item)).what());
     }
     std::string key = canonical_key(to_lower(item.substr(0, eq)));
     const std::string value = to_lower(item.substr(eq + 1));
     if (std::find(known_keys().begin(), known_keys().end(), key) == known_keys().end()) {
-      fail(key, "unknown key" + suggestion_text(key, known_keys()) + " (aliases: zero, mbs, m, schedule)");
+      f.fail(key, "unknown key" + suggestion_text(key, known_keys()) + " (aliases: zero, mbs, m, schedule)");
     }
-    if (kv.count(key)) fail(key, "given twice");
-    kv[key] = value;
+    if (f.kv.count(key)) f.fail(key, "given twice");
+    f.kv[key] = value;
   }
-  auto has = [&](const char* k) { return kv.count(k) > 0; };
+  return f;
+}
 
+// One of the names a key takes, each with its value; `expected` lists them for the error.
+template <class T>
+T named(const StrategyFields& f, const char* key, std::initializer_list<std::pair<const char*, T>> names,
+        const char* expected) {
+  const std::string& v = f.at(key);
+  for (const auto& [name, value] : names) {
+    if (v == name) return value;
+  }
+  f.fail(key, std::string("expected ") + expected + ", got " + quoted_text(v));
+}
+
+// The degrees and dp, what the device count leaves (rule H1); SP canonicalised (H7).
+void read_degrees(const StrategyFields& f, const Cluster& cluster, Strategy& s, std::vector<std::string>& warnings) {
   // A degree never exceeds the device count (and so no product of degrees overflows).
   const std::int64_t devices = cluster.devices;
   const std::string the_devices = "the " + std::to_string(devices) + " devices";
-  auto degree = [&](const char* key) { return positive(origin, kv, key, devices, the_devices); };
-  Strategy s;
-  if (has("tp")) s.tp = degree("tp");
-  if (has("pp")) s.pp = degree("pp");
-  if (has("cp")) s.cp = degree("cp");
-  if (has("ep")) s.ep = degree("ep");
-  if (has("etp")) s.etp = degree("etp");
-  if (has("sp")) {
-    if (kv["sp"] != "true" && kv["sp"] != "false") fail("sp", "expected true or false, got " + quoted_text(kv["sp"]));
-    s.sp = kv["sp"] == "true";
-  }
+  auto degree = [&](const char* key) { return f.positive_at(key, devices, the_devices); };
+  if (f.has("tp")) s.tp = degree("tp");
+  if (f.has("pp")) s.pp = degree("pp");
+  if (f.has("cp")) s.cp = degree("cp");
+  if (f.has("ep")) s.ep = degree("ep");
+  if (f.has("etp")) s.etp = degree("etp");
+  if (f.has("sp")) s.sp = named<bool>(f, "sp", {{"true", true}, {"false", false}}, "true or false");
   if (s.sp && s.tp == 1) {  // H7: canonicalised
     warnings.push_back("sp=true with tp=1 has no effect; treated as sp=false");
     s.sp = false;
   }
-  // dp: what the device count leaves.
   if (s.tp * s.cp > devices || s.tp * s.cp * s.pp > devices) {  // each factor <= 2^24: no overflow
-    fail("pp", "tp·cp·pp = " + std::to_string(s.tp) + "·" + std::to_string(s.cp) + "·" + std::to_string(s.pp) +
-                   " exceeds " + the_devices);
+    f.fail("pp", "tp·cp·pp = " + std::to_string(s.tp) + "·" + std::to_string(s.cp) + "·" + std::to_string(s.pp) +
+                     " exceeds " + the_devices);
   }
   const std::int64_t grid = s.tp * s.cp * s.pp;
-  if (has("dp")) {
+  if (f.has("dp")) {
     s.dp = degree("dp");
   } else {
     if (cluster.devices % grid != 0) {
-      fail("dp", "tp·cp·pp = " + std::to_string(grid) + " does not divide the " + std::to_string(cluster.devices) +
-                     " devices");
+      f.fail("dp", "tp·cp·pp = " + std::to_string(grid) + " does not divide the " + std::to_string(cluster.devices) +
+                       " devices");
     }
     s.dp = cluster.devices / grid;
   }
   if (s.world() != cluster.devices) {
-    fail("dp", "dp·tp·pp·cp = " + std::to_string(s.world()) + " must equal the " + std::to_string(cluster.devices) +
-                   " devices (rule H1)");
+    f.fail("dp", "dp·tp·pp·cp = " + std::to_string(s.world()) + " must equal the " + std::to_string(cluster.devices) +
+                     " devices (rule H1)");
   }
-  // Schedule and chunks.
-  if (has("pp_schedule")) {
-    const std::string v = kv["pp_schedule"];
-    if (v == "1f1b")
-      s.schedule = Schedule::one_f_one_b;
-    else if (v == "interleaved_1f1b" || v == "interleaved")
-      s.schedule = Schedule::interleaved_1f1b;
-    else if (v == "gpipe")
-      s.schedule = Schedule::gpipe;
-    else if (v == "zb_h1" || v == "zero_bubble")
-      s.schedule = Schedule::zb_h1;
-    else if (v == "dualpipev")
-      s.schedule = Schedule::dualpipev;
-    else if (v == "none")
-      s.schedule = Schedule::none;
-    else
-      fail("pp_schedule", "expected 1f1b, interleaved_1f1b, gpipe, zb_h1 or dualpipev, got " + quoted_text(v));
+}
+
+// The pipeline schedule and chunks, then the CP algorithm and its Ulysses degree.
+void read_schedule_and_cp(const StrategyFields& f, const Model& m, const Cluster& cluster, Strategy& s) {
+  if (f.has("pp_schedule")) {
+    s.schedule = named<Schedule>(f, "pp_schedule",
+                                 {{"1f1b", Schedule::one_f_one_b},
+                                  {"interleaved_1f1b", Schedule::interleaved_1f1b},
+                                  {"interleaved", Schedule::interleaved_1f1b},
+                                  {"gpipe", Schedule::gpipe},
+                                  {"zb_h1", Schedule::zb_h1},
+                                  {"zero_bubble", Schedule::zb_h1},
+                                  {"dualpipev", Schedule::dualpipev},
+                                  {"none", Schedule::none}},
+                                 "1f1b, interleaved_1f1b, gpipe, zb_h1 or dualpipev");
   }
-  if (has("vpp"))
-    s.vpp = positive(origin, kv, "vpp");
+  if (f.has("vpp"))
+    s.vpp = f.positive_at("vpp");
   else if (s.schedule == Schedule::dualpipev)
     s.vpp = 2;
-  if (!has("pp_schedule") && s.pp > 1) {
+  if (!f.has("pp_schedule") && s.pp > 1) {
     s.schedule = s.vpp >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
   }
-  // Context parallelism.
-  if (has("cp_algo")) {
-    const std::string v = kv["cp_algo"];
-    if (v == "ring")
-      s.cp_algo = CpAlgo::ring;
-    else if (v == "ulysses")
-      s.cp_algo = CpAlgo::ulysses;
-    else if (v == "hybrid")
-      s.cp_algo = CpAlgo::hybrid;
-    else if (v == "allgather")
-      s.cp_algo = CpAlgo::allgather;
-    else if (v == "none")
-      s.cp_algo = CpAlgo::none;
-    else
-      fail("cp_algo", "expected ring, ulysses, hybrid or allgather, got " + quoted_text(v));
+  if (f.has("cp_algo")) {
+    s.cp_algo = named<CpAlgo>(f, "cp_algo",
+                              {{"ring", CpAlgo::ring},
+                               {"ulysses", CpAlgo::ulysses},
+                               {"hybrid", CpAlgo::hybrid},
+                               {"allgather", CpAlgo::allgather},
+                               {"none", CpAlgo::none}},
+                              "ring, ulysses, hybrid or allgather");
   } else if (s.cp > 1) {
     s.cp_algo = CpAlgo::ring;
   }
-  if (has("cp_u")) {
-    s.cp_u = degree("cp_u");
+  if (f.has("cp_u")) {
+    s.cp_u = f.positive_at("cp_u", cluster.devices, "the " + std::to_string(cluster.devices) + " devices");
   } else if (s.cp_algo == CpAlgo::ulysses) {
     s.cp_u = s.cp;
   } else if (s.cp_algo == CpAlgo::hybrid) {
     s.cp_u = hybrid_ulysses_degree(m, s, cluster.device.devices_per_node);
   }
-  // ZeRO.
-  if (has("zero_stage")) {
-    const auto z = parse_integer(kv["zero_stage"]);
-    if (!z || *z < 0 || *z > 3) fail("zero_stage", "expected 0, 1, 2 or 3, got " + quoted_text(kv["zero_stage"]));
+}
+
+// The ZeRO stage and shard group, the recompute mode and layers, the micro-batch size and m (H2).
+void read_zero_recompute_batch(const StrategyFields& f, const Run& run, const Cluster& cluster, Strategy& s) {
+  if (f.has("zero_stage")) {
+    const auto z = parse_integer(f.at("zero_stage"));
+    if (!z || *z < 0 || *z > 3) f.fail("zero_stage", "expected 0, 1, 2 or 3, got " + quoted_text(f.at("zero_stage")));
     s.zero = static_cast<int>(*z);
   }
-  s.shard_group = has("shard_group") ? degree("shard_group") : (s.zero >= 1 ? s.dp * s.cp : 1);
-  // Recompute.
-  if (has("recompute")) {
-    const std::string v = kv["recompute"];
-    if (v == "none")
-      s.recompute = Recompute::none;
-    else if (v == "selective")
-      s.recompute = Recompute::selective;
-    else if (v == "full")
-      s.recompute = Recompute::full;
-    else
-      fail("recompute", "expected none, selective or full, got " + quoted_text(v));
+  s.shard_group = f.has("shard_group") ? f.positive_at("shard_group", cluster.devices,
+                                                       "the " + std::to_string(cluster.devices) + " devices")
+                                       : (s.zero >= 1 ? s.dp * s.cp : 1);
+  if (f.has("recompute")) {
+    s.recompute = named<Recompute>(
+        f, "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}},
+        "none, selective or full");
   }
-  if (has("recompute_layers")) s.recompute_layers = positive(origin, kv, "recompute_layers");
-  // Batch.
+  if (f.has("recompute_layers")) s.recompute_layers = f.positive_at("recompute_layers");
   const std::string the_batch = "the global batch " + std::to_string(run.global_batch);
-  s.micro_batch = has("micro_batch_size") ? positive(origin, kv, "micro_batch_size", run.global_batch, the_batch)
-                                          : (run.micro_batch > 0 ? run.micro_batch : 1);
+  s.micro_batch = f.has("micro_batch_size") ? f.positive_at("micro_batch_size", run.global_batch, the_batch)
+                                            : (run.micro_batch > 0 ? run.micro_batch : 1);
   const std::int64_t per_step = s.dp * s.micro_batch;  // <= 2^48
   if (per_step > run.global_batch) {  // checked before m multiplies it (rule H2: global batch = dp·mbs·m)
-    fail("micro_batch_size", "dp·mbs = " + std::to_string(per_step) + " exceeds " + the_batch + " (rule H2)");
+    f.fail("micro_batch_size", "dp·mbs = " + std::to_string(per_step) + " exceeds " + the_batch + " (rule H2)");
   }
-  if (has("num_microbatches")) {
-    s.num_microbatches = positive(origin, kv, "num_microbatches", run.global_batch, the_batch);
+  if (f.has("num_microbatches")) {
+    s.num_microbatches = f.positive_at("num_microbatches", run.global_batch, the_batch);
   } else {
     if (run.global_batch % per_step != 0) {
-      fail("num_microbatches", "dp·mbs = " + std::to_string(per_step) + " does not divide the global batch " +
-                                   std::to_string(run.global_batch) + " (rule H2)");
+      f.fail("num_microbatches", "dp·mbs = " + std::to_string(per_step) + " does not divide the global batch " +
+                                     std::to_string(run.global_batch) + " (rule H2)");
     }
     s.num_microbatches = run.global_batch / per_step;
   }
+}
 
+}  // namespace
+
+Strategy parse_strategy(const std::string& given, const Model& m, const Run& run, const Cluster& cluster,
+                        std::vector<std::string>& warnings, bool check_rules, const InputOrigin& origin) {
+  // A path to a train YAML (what `meshfit export --to hyperparallel` writes) stands for the
+  // strategy it describes.
+  const bool yaml_path = given.find('=') == std::string::npos && (given.ends_with(".yaml") || given.ends_with(".yml"));
+  const StrategyFields f = split_fields(yaml_path ? strategy_string_from_train_yaml(given) : given, origin);
+  Strategy s;
+  read_degrees(f, cluster, s, warnings);
+  read_schedule_and_cp(f, m, cluster, s);
+  read_zero_recompute_batch(f, run, cluster, s);
   const HardRule broken = check_rules ? first_broken_rule(m, run, cluster, s) : HardRule::ok;
   if (broken != HardRule::ok) {
-    throw InputError(source + (origin.prefix.empty() ? "" : ": " + origin.field("strategy")) +
+    throw InputError(f.source + (origin.prefix.empty() ? "" : ": " + origin.field("strategy")) +
                      ": invalid strategy for " + m.name + ": " + explain_rule(broken, m, run, cluster, s));
   }
   return s;
