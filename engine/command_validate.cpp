@@ -65,116 +65,124 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-}  // namespace
-
-int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
-  CommonFlags common;
-  std::string file;
-  po::options_description desc(
-      "Usage: meshfit validate CASES.yaml [--format table|json]\n\n"
-      "Estimates each measured case (schema: data/validation/README.md) and compares the estimate\n"
-      "with the measurement: reserved with reserved (also when the case does not say), allocated\n"
-      "with allocated. Prints each case's error and the median absolute error.\nOptions");
-  desc.add_options()("cases", po::value(&file), "the case file");
-  add_common_options(desc, common);
-  po::positional_options_description pos;
-  pos.add("cases", 1);
-  if (!parse_or_help("validate", args, desc, common, out, &pos)) return 0;
-  const OutputFormat format = parse_format(common.format, {"table", "json"});
-  if (file.empty()) throw UsageError("meshfit validate: a case file is required\nTry 'meshfit validate --help'.");
-  std::vector<UnestimatedCase> unestimated;
-  const std::vector<ValidationCase> cases = load_validation_cases(file, &unestimated);
-
+// The comparison of every case, and its summary: the median absolute error and the worst
+// under- and over-estimates, for memory and for throughput.
+struct Summary {
   std::vector<Row> rows;
-  std::vector<double> abs_errors;  // of the cases that measured memory
+  std::vector<double> abs_errors, tokens_abs;  // of the cases that measured memory, throughput
   const Row* under = nullptr;
   const Row* over = nullptr;
-  rows.reserve(cases.size());
-  for (const auto& c : cases) rows.push_back(compare(c));
-  for (const auto& r : rows) {
-    if (!r.error) continue;
-    abs_errors.push_back(std::fabs(*r.error));
-    if (!under || *r.error < *under->error) under = &r;
-    if (!over || *r.error > *over->error) over = &r;
-  }
-  const double med = median(abs_errors);
-  std::vector<double> tokens_abs;
   const Row* tok_under = nullptr;
   const Row* tok_over = nullptr;
-  for (const auto& r : rows) {
-    if (!r.tokens_error) continue;
-    tokens_abs.push_back(std::fabs(*r.tokens_error));
-    if (!tok_under || *r.tokens_error < *tok_under->tokens_error) tok_under = &r;
-    if (!tok_over || *r.tokens_error > *tok_over->tokens_error) tok_over = &r;
-  }
-  const double tokens_med = median(tokens_abs);
-  const auto within = std::count_if(abs_errors.begin(), abs_errors.end(), [](double e) { return e <= 0.10; });
+  double med = 0, tokens_med = 0;
+  std::int64_t within = 0;  // memory cases within 10%
+};
 
-  if (format == OutputFormat::json) {
-    JsonWriter j(out);
-    j.begin_object().key("cases").begin_array();
-    for (const auto& r : rows) {
-      j.begin_object().field("id", r.c->id).field("estimate_gib", r.estimate_gib);
-      j.key("measured_gib");
-      if (r.c->measured_gib)
-        j.value(*r.c->measured_gib);
-      else
-        j.null();
-      j.field("metric", to_string(r.c->metric));
-      j.key("error");
-      if (r.error)
-        j.value(*r.error);
-      else
-        j.null();
-      j.field("stage", r.stage);
-      j.field("estimate_tokens_per_sec_per_device", r.tokens_per_sec);
-      j.key("measured_tokens_per_sec_per_device");
-      if (r.c->measured_tokens_per_sec)
-        j.value(*r.c->measured_tokens_per_sec);
-      else
-        j.null();
-      j.key("tokens_error");
-      if (r.tokens_error)
-        j.value(*r.tokens_error);
-      else
-        j.null();
-      j.key("measured_implied_mfu");
-      if (r.measured_mfu)
-        j.value(*r.measured_mfu);
-      else
-        j.null();
-      j.key("defaults").begin_array();
-      for (const auto& d : r.c->defaults_taken) j.value(d);
-      j.end_array().end_object();
+// `s` is not copied or moved after this: its worst-case pointers point into its rows.
+void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
+  s.rows.reserve(cases.size());
+  for (const auto& c : cases) s.rows.push_back(compare(c));
+  for (const auto& r : s.rows) {
+    if (r.error) {
+      s.abs_errors.push_back(std::fabs(*r.error));
+      if (!s.under || *r.error < *s.under->error) s.under = &r;
+      if (!s.over || *r.error > *s.over->error) s.over = &r;
     }
-    j.end_array();
-    j.key("summary")
-        .begin_object()
-        .field("cases", static_cast<std::int64_t>(rows.size()))
-        .field("memory_cases", static_cast<std::int64_t>(abs_errors.size()))
-        .field("median_abs_error", med)
-        .field("within_10_percent", static_cast<std::int64_t>(within));
-    if (under) {
-      j.field("worst_under_id", under->c->id)
-          .field("worst_under_error", *under->error)
-          .field("worst_over_id", over->c->id)
-          .field("worst_over_error", *over->error);
+    if (r.tokens_error) {
+      s.tokens_abs.push_back(std::fabs(*r.tokens_error));
+      if (!s.tok_under || *r.tokens_error < *s.tok_under->tokens_error) s.tok_under = &r;
+      if (!s.tok_over || *r.tokens_error > *s.tok_over->tokens_error) s.tok_over = &r;
     }
-    j.field("throughput_cases", static_cast<std::int64_t>(tokens_abs.size()));
-    if (!tokens_abs.empty()) {
-      j.field("throughput_median_abs_error", tokens_med)
-          .field("throughput_worst_under_id", tok_under->c->id)
-          .field("throughput_worst_under_error", *tok_under->tokens_error)
-          .field("throughput_worst_over_id", tok_over->c->id)
-          .field("throughput_worst_over_error", *tok_over->tokens_error);
-    }
-    j.end_object();
-    j.key("not_estimated").begin_array();
-    for (const auto& u : unestimated) j.begin_object().field("id", u.id).field("not_stated", u.field).end_object();
-    j.end_array().end_object();
-    out << '\n';
-    return 0;
   }
+  s.med = median(s.abs_errors);
+  s.tokens_med = median(s.tokens_abs);
+  s.within = std::count_if(s.abs_errors.begin(), s.abs_errors.end(), [](double e) { return e <= 0.10; });
+}
+
+void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& unestimated, std::ostream& out) {
+  const auto& rows = s.rows;
+  const auto& abs_errors = s.abs_errors;
+  const auto& tokens_abs = s.tokens_abs;
+  const Row* under = s.under;
+  const Row* over = s.over;
+  const Row* tok_under = s.tok_under;
+  const Row* tok_over = s.tok_over;
+  const double med = s.med, tokens_med = s.tokens_med;
+  const std::int64_t within = s.within;
+  JsonWriter j(out);
+  j.begin_object().key("cases").begin_array();
+  for (const auto& r : rows) {
+    j.begin_object().field("id", r.c->id).field("estimate_gib", r.estimate_gib);
+    j.key("measured_gib");
+    if (r.c->measured_gib)
+      j.value(*r.c->measured_gib);
+    else
+      j.null();
+    j.field("metric", to_string(r.c->metric));
+    j.key("error");
+    if (r.error)
+      j.value(*r.error);
+    else
+      j.null();
+    j.field("stage", r.stage);
+    j.field("estimate_tokens_per_sec_per_device", r.tokens_per_sec);
+    j.key("measured_tokens_per_sec_per_device");
+    if (r.c->measured_tokens_per_sec)
+      j.value(*r.c->measured_tokens_per_sec);
+    else
+      j.null();
+    j.key("tokens_error");
+    if (r.tokens_error)
+      j.value(*r.tokens_error);
+    else
+      j.null();
+    j.key("measured_implied_mfu");
+    if (r.measured_mfu)
+      j.value(*r.measured_mfu);
+    else
+      j.null();
+    j.key("defaults").begin_array();
+    for (const auto& d : r.c->defaults_taken) j.value(d);
+    j.end_array().end_object();
+  }
+  j.end_array();
+  j.key("summary")
+      .begin_object()
+      .field("cases", static_cast<std::int64_t>(rows.size()))
+      .field("memory_cases", static_cast<std::int64_t>(abs_errors.size()))
+      .field("median_abs_error", med)
+      .field("within_10_percent", static_cast<std::int64_t>(within));
+  if (under) {
+    j.field("worst_under_id", under->c->id)
+        .field("worst_under_error", *under->error)
+        .field("worst_over_id", over->c->id)
+        .field("worst_over_error", *over->error);
+  }
+  j.field("throughput_cases", static_cast<std::int64_t>(tokens_abs.size()));
+  if (!tokens_abs.empty()) {
+    j.field("throughput_median_abs_error", tokens_med)
+        .field("throughput_worst_under_id", tok_under->c->id)
+        .field("throughput_worst_under_error", *tok_under->tokens_error)
+        .field("throughput_worst_over_id", tok_over->c->id)
+        .field("throughput_worst_over_error", *tok_over->tokens_error);
+  }
+  j.end_object();
+  j.key("not_estimated").begin_array();
+  for (const auto& u : unestimated) j.begin_object().field("id", u.id).field("not_stated", u.field).end_object();
+  j.end_array().end_object();
+  out << '\n';
+}
+
+void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& unestimated, std::ostream& out) {
+  const auto& rows = s.rows;
+  const auto& abs_errors = s.abs_errors;
+  const auto& tokens_abs = s.tokens_abs;
+  const Row* under = s.under;
+  const Row* over = s.over;
+  const Row* tok_under = s.tok_under;
+  const Row* tok_over = s.tok_over;
+  const double med = s.med, tokens_med = s.tokens_med;
+  const std::int64_t within = s.within;
   TextTable t;
   auto percent = [](double e) { return (e >= 0 ? "+" : "") + fixed(100 * e, 1) + "%"; };
   t.row({"case", "metric", "estimate GiB", "measured GiB", "error", "stage", "tok/s est", "tok/s meas", "error"});
@@ -219,6 +227,35 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
         << " cases: a value the source did not state, which the estimate needs:";
     for (const auto& u : unestimated) out << " " << u.id << " (" << u.field << ")";
     out << "\n";
+  }
+}
+
+}  // namespace
+
+int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
+  CommonFlags common;
+  std::string file;
+  po::options_description desc(
+      "Usage: meshfit validate CASES.yaml [--format table|json]\n\n"
+      "Estimates each measured case (schema: data/validation/README.md) and compares the estimate\n"
+      "with the measurement: reserved with reserved (also when the case does not say), allocated\n"
+      "with allocated. Prints each case's error and the median absolute error.\nOptions");
+  desc.add_options()("cases", po::value(&file), "the case file");
+  add_common_options(desc, common);
+  po::positional_options_description pos;
+  pos.add("cases", 1);
+  if (!parse_or_help("validate", args, desc, common, out, &pos)) return 0;
+  const OutputFormat format = parse_format(common.format, {"table", "json"});
+  if (file.empty()) throw UsageError("meshfit validate: a case file is required\nTry 'meshfit validate --help'.");
+  std::vector<UnestimatedCase> unestimated;
+  const std::vector<ValidationCase> cases = load_validation_cases(file, &unestimated);
+
+  Summary summary;
+  summarize(cases, summary);
+  if (format == OutputFormat::json) {
+    write_validate_json(summary, unestimated, out);
+  } else {
+    write_validate_table(summary, unestimated, out);
   }
   return 0;
 }
