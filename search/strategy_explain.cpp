@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "search/evaluator/memory_evaluator.hpp"
 #include "search/evaluator/step_time_evaluator.hpp"
@@ -49,121 +52,59 @@ bool canonicalise(Strategy& x, const SearchSpace& space, bool vpp_changed) {
   return true;
 }
 
-}  // namespace
+// A single-dimension change of a strategy (§6.5 step 4), before canonicalisation.
+struct Neighbour {
+  std::string change;  // "tp 4→8"
+  Strategy strategy;
+  bool vpp_changed = false;
+};
 
-Explanation explain_strategy(const SearchSpace& space, const Strategy& s, double headroom, std::size_t max_changes) {
+// Every single-dimension change of `s` in key order (not dp, m or sp).
+std::vector<Neighbour> neighbours(const SearchSpace& space, const Strategy& s) {
   const Model& m = *space.model;
-  const Run& run = *space.run;
-  const Cluster& c = *space.cluster;
-  Explanation e;
-  e.broken = broken_rules(m, run, c, s);
-  if (!e.broken.empty()) return e;
-  for (std::size_t i = 0; i < kPolicyCount; ++i) {
-    const Policy p = static_cast<Policy>(i);
-    if (space.policies.enabled(p) && !policy_holds(p, m, run, c, s)) e.policies.push_back(p);
-  }
-  e.memory = estimate_memory(m, run, c, s, headroom);
-  e.time = estimate_step_time(m, run, c, s);
-
-  // Step 4: every single-dimension change in key order (not dp, m or sp), kept when valid.
-  const std::int64_t N = c.devices;
-  const std::vector<std::int64_t> dN = divisors(N);
-  std::vector<ExplainChange> all;
-  auto consider = [&](const std::string& what, Strategy x, bool vpp_changed) {
-    if (!canonicalise(x, space, vpp_changed)) return;
-    if (!key_less(x, s) && !key_less(s, x)) return;
-    if (space.first_failure(x)) return;
-    const MemoryReport mem = estimate_memory(m, run, c, x, headroom);
-    ExplainChange ch;
-    ch.change = what;
-    ch.strategy = x;
-    ch.peak = mem.peak;
-    ch.peak_stage = mem.peak_stage;
-    ch.fits = mem.fits;
-    ch.excess = mem.peak - mem.budget;
-    ch.step = estimate_step_time(m, run, c, x).step;
-    all.push_back(ch);
-  };
-  auto arrow = [](const std::string& dim, const std::string& from, const std::string& to) {
-    return dim + " " + from + "→" + to;
-  };
-  using std::to_string;
-  for (std::int64_t v : dN) {
-    if (v == s.tp) continue;
-    Strategy x = s;
-    x.tp = v;
-    consider(arrow("tp", to_string(s.tp), to_string(v)), x, false);
-  }
-  for (std::int64_t v : dN) {
-    if (v == s.cp) continue;
-    Strategy x = s;
-    x.cp = v;
-    consider(arrow("cp", to_string(s.cp), to_string(v)), x, false);
-  }
-  if (s.cp > 1) {
-    for (CpAlgo a : {CpAlgo::ring, CpAlgo::ulysses, CpAlgo::hybrid}) {
-      if (a == s.cp_algo) continue;
+  std::vector<Neighbour> out;
+  // Each value of `values` but s's own, for the field `field`.
+  auto vary = [&](const char* dim, auto Strategy::*field, const auto& values, bool vpp_changed = false) {
+    using std::to_string;
+    for (const auto& v : values) {
+      if (v == s.*field) continue;
       Strategy x = s;
-      x.cp_algo = a;
-      consider(arrow("cp_algo", to_string(s.cp_algo), to_string(a)), x, false);
+      x.*field = v;
+      out.push_back({std::string(dim) + " " + to_string(s.*field) + "→" + to_string(v), x, vpp_changed});
     }
-  }
-  for (std::int64_t v : dN) {
-    if (v == s.pp) continue;
-    Strategy x = s;
-    x.pp = v;
-    consider(arrow("pp", to_string(s.pp), to_string(v)), x, false);
-  }
+  };
+  const std::vector<std::int64_t> dN = divisors(space.cluster->devices);
+  vary("tp", &Strategy::tp, dN);
+  vary("cp", &Strategy::cp, dN);
+  if (s.cp > 1) vary("cp_algo", &Strategy::cp_algo, std::vector<CpAlgo>{CpAlgo::ring, CpAlgo::ulysses, CpAlgo::hybrid});
+  vary("pp", &Strategy::pp, dN);
   if (s.pp > 1) {
-    for (std::int64_t v = 1; v <= m.layers && s.pp * v <= m.layers + 2; ++v) {
-      if (v == s.vpp) continue;
-      Strategy x = s;
-      x.vpp = v;
-      consider(arrow("vpp", to_string(s.vpp), to_string(v)), x, true);
-    }
+    std::vector<std::int64_t> vpps;
+    for (std::int64_t v = 1; v <= m.layers && s.pp * v <= m.layers + 2; ++v) vpps.push_back(v);
+    vary("vpp", &Strategy::vpp, vpps, true);
   }
   if (m.is_moe()) {
-    for (std::int64_t v : divisors(s.stage_ranks())) {
-      if (v != s.ep) {
-        Strategy x = s;
-        x.ep = v;
-        consider(arrow("ep", to_string(s.ep), to_string(v)), x, false);
-      }
-      if (v != s.etp) {
-        Strategy x = s;
-        x.etp = v;
-        consider(arrow("etp", to_string(s.etp), to_string(v)), x, false);
-      }
+    for (std::int64_t v : divisors(s.stage_ranks())) {  // ep and etp in turn per value
+      vary("ep", &Strategy::ep, std::vector<std::int64_t>{v});
+      vary("etp", &Strategy::etp, std::vector<std::int64_t>{v});
     }
   }
-  for (int z = 0; z <= 3; ++z) {
-    if (z == s.zero) continue;
-    Strategy x = s;
-    x.zero = z;
-    consider(arrow("zero", to_string(s.zero), to_string(z)), x, false);
-  }
+  vary("zero", &Strategy::zero, std::vector<int>{0, 1, 2, 3});
   if (s.zero >= 1) {
+    std::vector<std::int64_t> groups;
     for (std::int64_t j : divisors(s.dp)) {
-      const std::int64_t G = s.cp * j;
-      if (G < 2 || G == s.shard_group) continue;
-      Strategy x = s;
-      x.shard_group = G;
-      consider(arrow("shard_group", to_string(s.shard_group), to_string(G)), x, false);
+      if (s.cp * j >= 2) groups.push_back(s.cp * j);
     }
+    vary("shard_group", &Strategy::shard_group, groups);
   }
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-    if (r == s.recompute) continue;
-    Strategy x = s;
-    x.recompute = r;
-    consider(arrow("recompute", to_string(s.recompute), to_string(r)), x, false);
-  }
-  for (std::int64_t b : divisors(run.global_batch)) {
-    if (b == s.micro_batch) continue;
-    Strategy x = s;
-    x.micro_batch = b;
-    consider(arrow("mbs", to_string(s.micro_batch), to_string(b)), x, false);
-  }
+  vary("recompute", &Strategy::recompute,
+       std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
+  vary("mbs", &Strategy::micro_batch, divisors(space.run->global_batch));
+  return out;
+}
 
+// The changes to report: the fastest that fit (at most max_changes), else the five nearest to fitting.
+void pick_changes(Explanation& e, std::vector<ExplainChange> all, std::size_t max_changes) {
   std::vector<ExplainChange> fitting;
   for (const auto& ch : all) {
     if (ch.fits) fitting.push_back(ch);
@@ -186,6 +127,43 @@ Explanation explain_strategy(const SearchSpace& space, const Strategy& s, double
     if (all.size() > 5) all.resize(5);
     e.changes = all;
   }
+}
+
+}  // namespace
+
+Explanation explain_strategy(const SearchSpace& space, const Strategy& s, double headroom, std::size_t max_changes) {
+  const Model& m = *space.model;
+  const Run& run = *space.run;
+  const Cluster& c = *space.cluster;
+  Explanation e;
+  e.broken = broken_rules(m, run, c, s);
+  if (!e.broken.empty()) return e;
+  for (std::size_t i = 0; i < kPolicyCount; ++i) {
+    const Policy p = static_cast<Policy>(i);
+    if (space.policies.enabled(p) && !policy_holds(p, m, run, c, s)) e.policies.push_back(p);
+  }
+  e.memory = estimate_memory(m, run, c, s, headroom);
+  e.time = estimate_step_time(m, run, c, s);
+
+  // Step 4: each single-dimension change, kept when valid after canonicalisation.
+  std::vector<ExplainChange> all;
+  for (Neighbour& n : neighbours(space, s)) {
+    Strategy& x = n.strategy;
+    if (!canonicalise(x, space, n.vpp_changed)) continue;
+    if (!key_less(x, s) && !key_less(s, x)) continue;
+    if (space.first_failure(x)) continue;
+    const MemoryReport mem = estimate_memory(m, run, c, x, headroom);
+    ExplainChange ch;
+    ch.change = n.change;
+    ch.strategy = x;
+    ch.peak = mem.peak;
+    ch.peak_stage = mem.peak_stage;
+    ch.fits = mem.fits;
+    ch.excess = mem.peak - mem.budget;
+    ch.step = estimate_step_time(m, run, c, x).step;
+    all.push_back(ch);
+  }
+  pick_changes(e, std::move(all), max_changes);
   return e;
 }
 
