@@ -21,6 +21,141 @@ namespace {
 
 std::string gib(double bytes) { return fixed(bytes / kGiB, 2); }
 
+// What both formats print: the explanation, and the overflowing stage's terms, largest first.
+struct Explained {
+  const StrategyInputs& in;
+  const Explanation& e;
+  std::vector<std::pair<std::string, double>> terms;
+  double excess = 0;
+  bool valid() const { return e.broken.empty(); }
+  const StageMemory* peak() const {
+    return valid() ? &e.memory.stages[static_cast<std::size_t>(e.memory.peak_stage)] : nullptr;
+  }
+};
+
+Explained explained(const StrategyInputs& in, const Explanation& e) {
+  Explained x{in, e, {}, 0};
+  if (const StageMemory* peak = x.peak()) {
+    x.terms = stage_terms(*peak);
+    std::stable_sort(x.terms.begin(), x.terms.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    x.excess = e.memory.peak - e.memory.budget;
+  }
+  return x;
+}
+
+void write_explain_json(const Explained& x, std::ostream& out) {
+  const Model& model = x.in.model;
+  const Cluster& cluster = x.in.cluster;
+  const Run& run = x.in.run;
+  const Strategy& s = x.in.strategy;
+  const Explanation& e = x.e;
+  const MemoryReport& r = e.memory;
+  const bool valid = x.valid();
+  const StageMemory* peak = x.peak();
+  const auto& terms = x.terms;
+  const double excess = x.excess;
+  JsonWriter j(out);
+  j.begin_object().key("strategy");
+  write_strategy_json(j, s);
+  j.field("valid", valid).key("broken_rules").begin_array();
+  for (HardRule h : e.broken) {
+    j.begin_object().field("rule", rule_id(h)).field("message", explain_rule(h, model, run, cluster, s)).end_object();
+  }
+  j.end_array().key("broken_policies").begin_array();
+  for (Policy p : e.policies) j.value(policy_name(p));
+  j.end_array();
+  if (valid) {
+    j.field("fits", r.fits)
+        .field("budget_gib", r.budget / kGiB)
+        .field("peak_memory_gib", r.peak / kGiB)
+        .field("peak_stage", r.peak_stage)
+        .field("headroom_gib", (r.budget - r.peak) / kGiB)
+        .field("step_time_s", e.time.step);
+    if (!r.fits) {
+      j.key("overflow").begin_object().field("stage", r.peak_stage).field("excess_gib", excess / kGiB);
+      j.key("terms").begin_array();
+      for (const auto& [name, bytes] : terms) {
+        j.begin_object()
+            .field("term", name)
+            .field("gib", bytes / kGiB)
+            .field("share", bytes / peak->device)
+            .field("alone_fits", bytes >= excess)
+            .end_object();
+      }
+      j.end_array().key("other_stages").begin_array();
+      for (const auto& st : r.stages) {
+        if (st.stage != r.peak_stage && st.device > r.budget) {
+          j.begin_object().field("stage", st.stage).field("excess_gib", (st.device - r.budget) / kGiB).end_object();
+        }
+      }
+      j.end_array().end_object();
+    }
+    j.field("changes_fit", e.changes_fit).key("changes").begin_array();
+    for (const auto& ch : e.changes) {
+      j.begin_object().field("change", ch.change).key("strategy");
+      write_strategy_json(j, ch.strategy);
+      j.field("peak_memory_gib", ch.peak / kGiB)
+          .field("headroom_gib", -ch.excess / kGiB)
+          .field("step_time_s", ch.step)
+          .field("delta_time", ch.step / e.time.step - 1)
+          .field("fits", ch.fits)
+          .end_object();
+    }
+    j.end_array();
+  }
+  j.end_object();
+  out << '\n';
+}
+
+void write_explain_text(const Explained& x, std::ostream& out) {
+  const Model& model = x.in.model;
+  const Cluster& cluster = x.in.cluster;
+  const Run& run = x.in.run;
+  const Strategy& s = x.in.strategy;
+  const Explanation& e = x.e;
+  const MemoryReport& r = e.memory;
+  const bool valid = x.valid();
+  const StageMemory* peak = x.peak();
+  const auto& terms = x.terms;
+  const double excess = x.excess;
+  out << "strategy " << strategy_to_string(s) << "\n";
+  if (!valid) {
+    out << "INVALID:\n";
+    for (HardRule h : e.broken) out << "  " << explain_rule(h, model, run, cluster, s) << '\n';
+    return;
+  }
+  for (Policy p : e.policies)
+    out << "note: breaks policy " << policy_id(p) << " " << policy_name(p) << " (a practice rule the search applies)\n";
+  out << "step time " << fixed(e.time.step, 3) << " s; peak " << gib(r.peak) << " GiB on stage " << r.peak_stage
+      << "; budget " << gib(r.budget) << " GiB\n";
+  if (r.fits) {
+    out << "fits with " << gib(r.budget - r.peak) << " GiB of headroom\n";
+  } else {
+    out << "DOES NOT FIT: stage " << r.peak_stage << " exceeds the budget by " << gib(excess) << " GiB ("
+        << with_commas(static_cast<std::int64_t>(std::ceil(excess))) << " bytes)\n";
+    TextTable t;
+    for (const auto& [name, bytes] : terms) {
+      if (bytes <= 0) continue;
+      t.row({name, gib(bytes) + " GiB", fixed(100 * bytes / peak->device, 1) + "%",
+             bytes >= excess ? "removing this term alone would fit" : ""});
+    }
+    t.print(out, "  ");
+    for (const auto& st : r.stages) {
+      if (st.stage != r.peak_stage && st.device > r.budget) {
+        out << "  stage " << st.stage << " also exceeds it, by " << gib(st.device - r.budget) << " GiB\n";
+      }
+    }
+  }
+  out << (e.changes_fit ? "\nsingle changes that fit, fastest first:\n" : "\nno single change fits; the closest:\n");
+  TextTable t;
+  t.row({"change", "peak GiB", "headroom GiB", "step s", "vs now"});
+  for (const auto& ch : e.changes) {
+    t.row({ch.change, gib(ch.peak), gib(-ch.excess), fixed(ch.step, 3),
+           (ch.step >= e.time.step ? "+" : "") + fixed(100 * (ch.step / e.time.step - 1), 1) + "%"});
+  }
+  t.print(out, "  ");
+}
+
 }  // namespace
 
 int command_explain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -53,110 +188,13 @@ int command_explain(const std::vector<std::string>& args, std::ostream& out, std
   space.cluster = &cluster;
   const double headroom = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
   const Explanation e = explain_strategy(space, s, headroom);
-  const bool valid = e.broken.empty();
-  const MemoryReport& r = e.memory;
-  const StageMemory* peak = valid ? &r.stages[static_cast<std::size_t>(r.peak_stage)] : nullptr;
-
-  // The terms of the overflowing stage, largest first, with shares.
-  std::vector<std::pair<std::string, double>> terms;
-  if (peak) {
-    terms = stage_terms(*peak);
-    std::stable_sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  }
-  const double excess = valid ? r.peak - r.budget : 0;
-
+  const Explained x = explained(in, e);
   if (format == OutputFormat::json) {
-    JsonWriter j(out);
-    j.begin_object().key("strategy");
-    write_strategy_json(j, s);
-    j.field("valid", valid).key("broken_rules").begin_array();
-    for (HardRule h : e.broken) {
-      j.begin_object().field("rule", rule_id(h)).field("message", explain_rule(h, model, run, cluster, s)).end_object();
-    }
-    j.end_array().key("broken_policies").begin_array();
-    for (Policy p : e.policies) j.value(policy_name(p));
-    j.end_array();
-    if (valid) {
-      j.field("fits", r.fits)
-          .field("budget_gib", r.budget / kGiB)
-          .field("peak_memory_gib", r.peak / kGiB)
-          .field("peak_stage", r.peak_stage)
-          .field("headroom_gib", (r.budget - r.peak) / kGiB)
-          .field("step_time_s", e.time.step);
-      if (!r.fits) {
-        j.key("overflow").begin_object().field("stage", r.peak_stage).field("excess_gib", excess / kGiB);
-        j.key("terms").begin_array();
-        for (const auto& [name, bytes] : terms) {
-          j.begin_object()
-              .field("term", name)
-              .field("gib", bytes / kGiB)
-              .field("share", bytes / peak->device)
-              .field("alone_fits", bytes >= excess)
-              .end_object();
-        }
-        j.end_array().key("other_stages").begin_array();
-        for (const auto& st : r.stages) {
-          if (st.stage != r.peak_stage && st.device > r.budget) {
-            j.begin_object().field("stage", st.stage).field("excess_gib", (st.device - r.budget) / kGiB).end_object();
-          }
-        }
-        j.end_array().end_object();
-      }
-      j.field("changes_fit", e.changes_fit).key("changes").begin_array();
-      for (const auto& ch : e.changes) {
-        j.begin_object().field("change", ch.change).key("strategy");
-        write_strategy_json(j, ch.strategy);
-        j.field("peak_memory_gib", ch.peak / kGiB)
-            .field("headroom_gib", -ch.excess / kGiB)
-            .field("step_time_s", ch.step)
-            .field("delta_time", ch.step / e.time.step - 1)
-            .field("fits", ch.fits)
-            .end_object();
-      }
-      j.end_array();
-    }
-    j.end_object();
-    out << '\n';
-    return valid && r.fits ? 0 : 1;
-  }
-
-  out << "strategy " << strategy_to_string(s) << "\n";
-  if (!valid) {
-    out << "INVALID:\n";
-    for (HardRule h : e.broken) out << "  " << explain_rule(h, model, run, cluster, s) << '\n';
-    return 1;
-  }
-  for (Policy p : e.policies)
-    out << "note: breaks policy " << policy_id(p) << " " << policy_name(p) << " (a practice rule the search applies)\n";
-  out << "step time " << fixed(e.time.step, 3) << " s; peak " << gib(r.peak) << " GiB on stage " << r.peak_stage
-      << "; budget " << gib(r.budget) << " GiB\n";
-  if (r.fits) {
-    out << "fits with " << gib(r.budget - r.peak) << " GiB of headroom\n";
+    write_explain_json(x, out);
   } else {
-    out << "DOES NOT FIT: stage " << r.peak_stage << " exceeds the budget by " << gib(excess) << " GiB ("
-        << with_commas(static_cast<std::int64_t>(std::ceil(excess))) << " bytes)\n";
-    TextTable t;
-    for (const auto& [name, bytes] : terms) {
-      if (bytes <= 0) continue;
-      t.row({name, gib(bytes) + " GiB", fixed(100 * bytes / peak->device, 1) + "%",
-             bytes >= excess ? "removing this term alone would fit" : ""});
-    }
-    t.print(out, "  ");
-    for (const auto& st : r.stages) {
-      if (st.stage != r.peak_stage && st.device > r.budget) {
-        out << "  stage " << st.stage << " also exceeds it, by " << gib(st.device - r.budget) << " GiB\n";
-      }
-    }
+    write_explain_text(x, out);
   }
-  out << (e.changes_fit ? "\nsingle changes that fit, fastest first:\n" : "\nno single change fits; the closest:\n");
-  TextTable t;
-  t.row({"change", "peak GiB", "headroom GiB", "step s", "vs now"});
-  for (const auto& ch : e.changes) {
-    t.row({ch.change, gib(ch.peak), gib(-ch.excess), fixed(ch.step, 3),
-           (ch.step >= e.time.step ? "+" : "") + fixed(100 * (ch.step / e.time.step - 1), 1) + "%"});
-  }
-  t.print(out, "  ");
-  return r.fits ? 0 : 1;
+  return x.valid() && e.memory.fits ? 0 : 1;
 }
 
 }  // namespace meshfit
