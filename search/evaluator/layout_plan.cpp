@@ -4,8 +4,11 @@
 
 namespace meshfit {
 
-void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp, std::int64_t vpp,
-                      bool full_recompute, bool find_twins) {
+namespace {
+
+// The stages' chunks as runs of one layer kind, with the model-state parts each stage holds.
+void plan_runs(LayoutPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp, std::int64_t vpp,
+               bool full_recompute) {
   out.pp = pp;
   out.vpp = vpp;
   out.layer_ffn = m.layer_ffn;
@@ -74,8 +77,12 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
     }
     ps.parts_end = static_cast<std::uint32_t>(out.parts.size());
   }
+}
+
+// Stage twins: a stage with no end of the model whose layers and parts repeat an earlier one's.
+void find_stage_twins(LayoutPlan& out) {
   // Stage twins: each stage without an end of the model against the earlier ones.
-  for (std::size_t i = 0; find_twins && i < out.stages.size(); ++i) {
+  for (std::size_t i = 0; i < out.stages.size(); ++i) {
     PlannedStage& ps = out.stages[i];
     if (ps.embedding || ps.head) continue;
     for (std::size_t j = 0; j < i; ++j) {
@@ -91,6 +98,10 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
       break;
     }
   }
+}
+
+// Chunk twins: a chunk with no end of the model whose runs repeat the first chunk of their signature.
+void find_chunk_twins(LayoutPlan& out, std::int64_t nv, bool find_twins) {
   // Twins: each chunk not at an end of the model against the first chunk of each run signature.
   auto same_runs = [&](const PlannedChunk& a, const PlannedChunk& b) {
     if (a.end - a.begin != b.end - b.begin) return false;
@@ -115,6 +126,10 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
     }
     if (pc.twin == PlannedChunk::kNoTwin) firsts.push_back(k);
   }
+}
+
+// Per stage: each chunk's first candidate position, and the chunks walked or repeated.
+void place_chunks(LayoutPlan& out, const Model& m, std::int64_t nv, std::int64_t vpp) {
   // Per stage: each chunk's first candidate position, and whether its runs repeat an earlier chunk's.
   out.walk_chunks.clear();
   out.repeat_chunks.clear();
@@ -142,6 +157,17 @@ void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& lay
     ps.walk_end = static_cast<std::uint32_t>(out.walk_chunks.size());
     ps.repeat_end = static_cast<std::uint32_t>(out.repeat_chunks.size());
   }
+}
+
+}  // namespace
+
+void make_layout_plan(LayoutPlan& out, const Model& m, const PipelineLayout& layout, std::int64_t pp, std::int64_t vpp,
+                      bool full_recompute, bool find_twins) {
+  plan_runs(out, m, layout, pp, vpp, full_recompute);
+  const auto nv = static_cast<std::int64_t>(layout.vstages.size());
+  if (find_twins) find_stage_twins(out);
+  find_chunk_twins(out, nv, find_twins);
+  place_chunks(out, m, nv, vpp);
 }
 
 }  // namespace meshfit
