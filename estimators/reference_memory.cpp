@@ -147,16 +147,31 @@ struct ChunkFigures {
   std::array<double, 2> full_kept{};          // what each such layer keeps, per kind
 };
 
-void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& chunks, ModelStates& states,
-                std::array<bool, 2>& present, int& last_kind, double& seed_last, int& seed_last_kind, const Model& m,
-                const Run& run, const Strategy& s, const PipelineLayout& layout, const Terms& t) {
+// What the walk of a stage's chunks finds besides the stage's own fields.
+struct StageWalk {
+  Candidates cand;
+  std::vector<ChunkFigures> chunks;
+  ModelStates states;
+  std::array<bool, 2> present{};  // layer kinds met (dense, MoE)
+  int last_kind = -1;             // the stage's last body layer's kind
+  int seed_last_kind = -1;        // item 13: the seed's last layer (kind and base)
+  double seed_last = 0;
+};
+
+// The stage's chunks, forward (kept bytes, model states) and backward (the Tr_layer candidates).
+void walk_stage(StageMemory& st, StageWalk& w, const Model& m, const Run& run, const Strategy& s,
+                const PipelineLayout& layout, const Terms& t) {
+  Candidates& cand = w.cand;
+  ModelStates& states = w.states;
+  std::array<bool, 2>& present = w.present;
+  w.chunks.assign(static_cast<std::size_t>(s.vpp), ChunkFigures{});
   const auto nv = static_cast<std::int64_t>(layout.vstages.size());
   std::int64_t position = 0;  // candidates in the order the backward scan meets them
   std::int64_t seed_last_vstage = -1;
   for (std::int64_t c = 0; c < s.vpp; ++c) {
     const std::int64_t u = layout.vstage_of(st.stage, c);
     const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u)];
-    ChunkFigures& ch = chunks[static_cast<std::size_t>(c)];
+    ChunkFigures& ch = w.chunks[static_cast<std::size_t>(c)];
     st.layers += vs.layers;
     st.full_recompute += vs.full_recompute;
     // Forward: each layer's kept bytes and model states (§6, §7).
@@ -172,7 +187,7 @@ void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& ch
       st.tr_attn = std::max(st.tr_attn, t.n_cp * t.kinds[kind].census.w_att_tp);
       states += t.kinds[kind].states;
       present[kind] = true;
-      last_kind = static_cast<int>(kind);
+      w.last_kind = static_cast<int>(kind);
     }
     double output_side = 0;  // kept bytes the backward frees before it reaches a body layer
     if (u == 0) {
@@ -226,8 +241,8 @@ void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& ch
         // per chunk (DualPipeV), its fully recomputed layers.
         if (l == vs.layers - 1 && u > seed_last_vstage) {
           seed_last_vstage = u;
-          seed_last = base;
-          seed_last_kind = static_cast<int>(kind);
+          w.seed_last = base;
+          w.seed_last_kind = static_cast<int>(kind);
           st.tr_layer_at = layer;
         }
         if (full) ch.best[kind] = std::max(ch.best[kind], base);
@@ -238,6 +253,102 @@ void walk_stage(StageMemory& st, Candidates& cand, std::vector<ChunkFigures>& ch
       after += a.kept;
     }
   }
+}
+
+// §6: model states; FSDP2 keeps the root module and torchtitan the last block gathered; ruling
+// 10's deferred gradients.
+void stage_model_states(StageMemory& st, const StageWalk& w, const Model& m, const Run& run, const Strategy& s,
+                        const Terms& t) {
+  const ModelStates& states = w.states;
+  st.weights = states.weights;
+  st.grads = states.grads;
+  st.optimizer = states.optimizer;
+  st.gathered = states.gathered;
+  st.fp8_cache = states.fp8_cache;
+  if (t.gather_per_layer && run.profile.fsdp_root_and_last_block_unsharded) {
+    double held = w.last_kind >= 0 ? t.kinds[static_cast<std::size_t>(w.last_kind)].params.total() : 0;
+    if (st.embedding) held += t.embedding_total;
+    if (st.head) {
+      if (!m.tie) held += t.vocab_total;
+      if ((m.tie || m.mtp_depths > 0) && t.split_ends) held += t.vocab_total;
+      held += t.final_norm_total;
+    }
+    st.gathered += run.precision.beta_gather * held;
+  }
+  // Ruling 10: deferred gradient sync holds every gradient unsharded through the backward.
+  if (defers_grad_sync(run, s)) st.deferred_grads = deferred_grad_bytes(states, run);
+}
+
+// §8: the micro-batches in flight per chunk (item 8: the seed's own factors), and §9.9's
+// gradient-clipping copy of a fully recomputed layer's gradients, where it is larger than the
+// layer's in-flight inputs (the seed's, or grad_clip_model: seed).
+void stage_activations(StageMemory& st, const StageWalk& w, const Run& run, const Strategy& s, const Terms& t,
+                       std::int64_t i) {
+  if (t.rules->in_flight == InFlightCounts::seed_micro_factors) {
+    st.chunk_inflight = sapp_nd::micro_factors(s, i);
+    for (std::size_t c = 0; c < st.chunk_inflight.size(); ++c) {
+      st.activations += static_cast<double>(st.chunk_inflight[c]) * st.chunk_bytes[c];
+    }
+  } else {
+    const InFlight f = in_flight(s, i, st.chunk_bytes);
+    st.activations = f.peak;
+    st.chunk_inflight = f.counts;
+  }
+  if (!grad_clip_adjusts(run)) return;
+  for (std::size_t c = 0; c < w.chunks.size(); ++c) {
+    const double n = static_cast<double>(st.chunk_inflight[c]);
+    for (std::size_t k = 0; k < 2; ++k) {
+      const std::int64_t count = w.chunks[c].full_layers[k];
+      if (count == 0) continue;
+      const LayerKind& kind = t.kinds[k];
+      const double fwd = n * w.chunks[c].full_kept[k];
+      const bool seed_counts = t.rules->layer_counts == LayerCounts::seed_counts;
+      const double copy = seed_counts ? kind.clip : grad_clip_copy(kind.params, t.z, run);
+      const double dpc = seed_counts ? kind.dp_comm : grad_clip_dp_comm(kind.params, s, run);
+      st.activations += static_cast<double>(count) * grad_clip_addition(fwd, copy, dpc);
+    }
+  }
+}
+
+// §9: the transients, and §9.9's optimizer-step phase.
+void stage_transients(StageMemory& st, const StageWalk& w, bool has_moe, const Model& m, const Run& run,
+                      const Strategy& s, const Terms& t) {
+  const std::array<double, 2> pg{t.kinds[0].gathered_params, t.kinds[1].gathered_params};
+  const std::array<double, 2> rg{t.kinds[0].reduce_buffers, t.kinds[1].reduce_buffers};
+  if (t.rules->layer_transient == LayerTransientRule::stage_last_layer) {
+    if (w.seed_last_kind >= 0) {
+      const auto k = static_cast<std::size_t>(w.seed_last_kind);
+      st.tr_layer = layer_transient(w.seed_last, pg[k], rg[k], t.x_sp);
+    }
+  } else {
+    const LayerCandidate best = largest_layer_candidate(w.cand.best, w.cand.order, pg, rg, t.x_sp);
+    st.tr_layer = best.transient;
+    if (best.kind >= 0) st.tr_layer_at = w.cand.at[static_cast<std::size_t>(best.kind)];
+  }
+  double max_pg = 0, max_rg = 0;
+  for (std::size_t k = 0; k < 2; ++k) {
+    if (!w.present[k]) continue;
+    max_pg = std::max(max_pg, t.kinds[k].gathered_params);
+    max_rg = std::max(max_rg, t.kinds[k].reduce_buffers);
+  }
+  if (t.gather_per_layer) {
+    st.tr_fsdp = fsdp_gather_transient(max_pg, st.embedding, st.head, m.tie, t.split_ends, t.table_params, run);
+  }
+  st.tr_bucket = grad_bucket_transient(max_rg, s, run);
+  st.tr_logits = st.head ? t.tr_logits : 0;
+  st.tr_cp = st.layers + st.mtp_depths > 0 ? t.tr_cp : 0;
+  st.tr_ep = has_moe ? t.tr_ep : 0;
+  double layer_candidate = st.tr_layer;
+  if (s.schedule == Schedule::dualpipev && s.vpp == 2) {  // §9.8: the two chunks overlap
+    const std::array<double, 2> chunk_layer{
+        largest_layer_candidate(w.chunks[0].best, {0, 0}, pg, rg, t.x_sp).transient,
+        largest_layer_candidate(w.chunks[1].best, {0, 0}, pg, rg, t.x_sp).transient};
+    st.tr_dpv = dualpipev_transient({st.chunk_bytes[0], st.chunk_bytes[1]}, chunk_layer);
+    layer_candidate = st.tr_dpv;
+  }
+  st.transient =
+      largest_transient(layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep);
+  st.step_transient = optimizer_step_transient(w.states, s, run);
 }
 
 }  // namespace
@@ -254,103 +365,13 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
   for (std::int64_t i = 0; i < s.pp; ++i) {
     StageMemory st;
     st.stage = i;
-    Candidates cand;
-    std::vector<ChunkFigures> chunks(static_cast<std::size_t>(s.vpp));
-    ModelStates states;
-    std::array<bool, 2> present{};
-    int last_kind = -1, seed_last_kind = -1;
-    double seed_last = 0;
-    walk_stage(st, cand, chunks, states, present, last_kind, seed_last, seed_last_kind, m, run, s, layout, t);
-    const bool has_moe = present[1] && m.is_moe();
-    for (const ChunkFigures& ch : chunks) st.chunk_bytes.push_back(ch.kept);
-
-    // §6: model states; FSDP2 keeps the root module and torchtitan the last block gathered.
-    st.weights = states.weights;
-    st.grads = states.grads;
-    st.optimizer = states.optimizer;
-    st.gathered = states.gathered;
-    st.fp8_cache = states.fp8_cache;
-    if (t.gather_per_layer && run.profile.fsdp_root_and_last_block_unsharded) {
-      double held = last_kind >= 0 ? t.kinds[static_cast<std::size_t>(last_kind)].params.total() : 0;
-      if (st.embedding) held += t.embedding_total;
-      if (st.head) {
-        if (!m.tie) held += t.vocab_total;
-        if ((m.tie || m.mtp_depths > 0) && t.split_ends) held += t.vocab_total;
-        held += t.final_norm_total;
-      }
-      st.gathered += run.precision.beta_gather * held;
-    }
-    // Ruling 10: deferred gradient sync holds every gradient unsharded through the backward.
-    if (defers_grad_sync(run, s)) st.deferred_grads = deferred_grad_bytes(states, run);
-
-    // §8: the micro-batches in flight per chunk (item 8: the seed's own factors).
-    if (t.rules->in_flight == InFlightCounts::seed_micro_factors) {
-      st.chunk_inflight = sapp_nd::micro_factors(s, i);
-      for (std::size_t c = 0; c < st.chunk_inflight.size(); ++c) {
-        st.activations += static_cast<double>(st.chunk_inflight[c]) * st.chunk_bytes[c];
-      }
-    } else {
-      const InFlight f = in_flight(s, i, st.chunk_bytes);
-      st.activations = f.peak;
-      st.chunk_inflight = f.counts;
-    }
-    // §9.9: gradient clipping's copy of a fully recomputed layer's gradients, where it is larger
-    // than the layer's in-flight inputs (the seed's, or grad_clip_model: seed).
-    if (grad_clip_adjusts(run)) {
-      for (std::size_t c = 0; c < chunks.size(); ++c) {
-        const double n = static_cast<double>(st.chunk_inflight[c]);
-        for (std::size_t k = 0; k < 2; ++k) {
-          const std::int64_t count = chunks[c].full_layers[k];
-          if (count == 0) continue;
-          const LayerKind& kind = t.kinds[k];
-          const double fwd = n * chunks[c].full_kept[k];
-          const bool seed_counts = t.rules->layer_counts == LayerCounts::seed_counts;
-          const double copy = seed_counts ? kind.clip : grad_clip_copy(kind.params, t.z, run);
-          const double dpc = seed_counts ? kind.dp_comm : grad_clip_dp_comm(kind.params, s, run);
-          st.activations += static_cast<double>(count) * grad_clip_addition(fwd, copy, dpc);
-        }
-      }
-    }
-
-    // §9: the transients.
-    const std::array<double, 2> pg{t.kinds[0].gathered_params, t.kinds[1].gathered_params};
-    const std::array<double, 2> rg{t.kinds[0].reduce_buffers, t.kinds[1].reduce_buffers};
-    if (t.rules->layer_transient == LayerTransientRule::stage_last_layer) {
-      if (seed_last_kind >= 0) {
-        const auto k = static_cast<std::size_t>(seed_last_kind);
-        st.tr_layer = layer_transient(seed_last, pg[k], rg[k], t.x_sp);
-      }
-    } else {
-      const LayerCandidate best = largest_layer_candidate(cand.best, cand.order, pg, rg, t.x_sp);
-      st.tr_layer = best.transient;
-      if (best.kind >= 0) st.tr_layer_at = cand.at[static_cast<std::size_t>(best.kind)];
-    }
-    double max_pg = 0, max_rg = 0;
-    for (std::size_t k = 0; k < 2; ++k) {
-      if (!present[k]) continue;
-      max_pg = std::max(max_pg, t.kinds[k].gathered_params);
-      max_rg = std::max(max_rg, t.kinds[k].reduce_buffers);
-    }
-    if (t.gather_per_layer) {
-      st.tr_fsdp = fsdp_gather_transient(max_pg, st.embedding, st.head, m.tie, t.split_ends, t.table_params, run);
-    }
-    st.tr_bucket = grad_bucket_transient(max_rg, s, run);
-    st.tr_logits = st.head ? t.tr_logits : 0;
-    st.tr_cp = st.layers + st.mtp_depths > 0 ? t.tr_cp : 0;
-    st.tr_ep = has_moe ? t.tr_ep : 0;
-    double layer_candidate = st.tr_layer;
-    if (s.schedule == Schedule::dualpipev && s.vpp == 2) {  // §9.8: the two chunks overlap
-      const std::array<double, 2> chunk_layer{
-          largest_layer_candidate(chunks[0].best, {0, 0}, pg, rg, t.x_sp).transient,
-          largest_layer_candidate(chunks[1].best, {0, 0}, pg, rg, t.x_sp).transient};
-      st.tr_dpv = dualpipev_transient({st.chunk_bytes[0], st.chunk_bytes[1]}, chunk_layer);
-      layer_candidate = st.tr_dpv;
-    }
-    st.transient =
-        largest_transient(layer_candidate, st.tr_attn, st.tr_logits, st.tr_fsdp, st.tr_bucket, st.tr_cp, st.tr_ep);
-    // §9.9: the optimizer-step phase.
-    st.step_transient = optimizer_step_transient(states, s, run);
-
+    StageWalk w;
+    walk_stage(st, w, m, run, s, layout, t);
+    const bool has_moe = w.present[1] && m.is_moe();
+    for (const ChunkFigures& ch : w.chunks) st.chunk_bytes.push_back(ch.kept);
+    stage_model_states(st, w, m, run, s, t);
+    stage_activations(st, w, run, s, t, i);
+    stage_transients(st, w, has_moe, m, run, s, t);
     // §11: totals.
     const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && t.split_ends && (st.embedding || st.head)};
     st.communicators = communicator_count(s, m.is_moe(), groups);
