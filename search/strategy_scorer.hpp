@@ -69,10 +69,17 @@ struct ScoringState {
   ScoringState(const ScoringState&) = delete;
   ScoringState& operator=(const ScoringState&) = delete;
   // `context`: the search's token from its workspace (0: no reuse across strategies). The
-  // evaluator keeps what it reuses under it, so a state serves searches of other models in turn.
-  void begin(std::uint64_t context) {
+  // evaluator keeps what it reuses under it, so a state serves searches of other models in turn;
+  // `constants`, the search's (precompute_step_constants), outlive the task.
+  void begin(std::uint64_t context, const StepConstants& constants) {
     memory.memo_context = context;
     time.memo_context = context;
+    time.constants = &constants;
+    close_triple();
+  }
+  // The task is done: nothing of its search is read again from this state.
+  void end() {
+    time.constants = nullptr;
     close_triple();
   }
   // The evaluator's tables over a triple's values (triple_table.hpp), opened on the walk's domains

@@ -36,6 +36,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
   SearchWorkspace own;
   SearchWorkspace& workspace = options.workspace ? *options.workspace : own;
   const std::uint64_t context = options.reuse ? workspace.next_context() : 0;
+  const StepConstants constants = precompute_step_constants(*space.model, *space.run);
   // best_only with k = 1: the fastest fitting step time (ns) any thread has found.
   std::atomic<std::int64_t> fastest{INT64_MAX};
   SharedBounds shared(options.top_k);
@@ -46,7 +47,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
       tbb::blocked_range<std::size_t>(0, triples.size(), 1), init,
       [&](const tbb::blocked_range<std::size_t>& range, TaskTally acc) {
         ScoringState& state = workspace.local();
-        state.begin(context);
+        state.begin(context, constants);
         TaskScorer scorer(setup, state, fastest, shared, acc);
         std::size_t polls = 0;
         for (std::size_t t = range.begin(); t != range.end(); ++t) {
@@ -83,6 +84,7 @@ SearchResult run_search(const SearchSpace& space, const SearchOptions& options) 
           const std::size_t n = ++done;
           if (options.progress) options.progress(n, triples.size());
         }
+        state.end();
         return acc;
       },
       [](TaskTally a, const TaskTally& b) {

@@ -183,22 +183,22 @@ void compute_side(ComputeSide& side, LayerTimeTable* kinds_table, double model_f
 
 }  // namespace
 
+StepConstants precompute_step_constants(const Model& m, const Run& run) {
+  return StepConstants{3 * static_cast<double>(run.global_batch) * sequence_flops(m, static_cast<double>(run.seq))};
+}
+
 namespace {
 
 const ComputeSide& side_of(StepTimeScratch& scratch, const Model& m, const Run& run, const Device& d, const Strategy& s,
                            const LayoutPlan& plan) {
-  // F_model = 3·gb·F_seq (for MFU) reads only the model and the run: made once per search.
-  if (scratch.memo_context == 0 || scratch.flops_context != scratch.memo_context) {
-    scratch.model_flops = 3 * static_cast<double>(run.global_batch) * sequence_flops(m, static_cast<double>(run.seq));
-    scratch.flops_context = scratch.memo_context;
-  }
+  const StepConstants constants = scratch.constants ? *scratch.constants : precompute_step_constants(m, run);
   if (scratch.memo_context == 0) {
-    compute_side(scratch.side, nullptr, scratch.model_flops, m, run, d, s, plan);
+    compute_side(scratch.side, nullptr, constants.model_flops, m, run, d, s, plan);
     return scratch.side;
   }
   bool fresh = false;
   ComputeSide& kept = scratch.memo.find(scratch.memo_context, s, fresh);
-  if (fresh) compute_side(kept, &scratch.layer_times, scratch.model_flops, m, run, d, s, plan);
+  if (fresh) compute_side(kept, &scratch.layer_times, constants.model_flops, m, run, d, s, plan);
   return kept;
 }
 

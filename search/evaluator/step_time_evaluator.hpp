@@ -44,6 +44,13 @@ struct LayerTimes {
 };
 using LayerTimeTable = TripleTable<LayerTimes>;
 
+// What the step time reads from the model and the run alone: made once per search (precompute)
+// and handed to each thread's scratch, or made per estimate without one.
+struct StepConstants {
+  double model_flops = 0;  // F_model = 3·gb·F_seq (for MFU), the same for every strategy
+};
+StepConstants precompute_step_constants(const Model& model, const Run& run);
+
 // Storage an estimate works in (the search keeps one per thread); setting `memo_context`
 // (zero_free_memo.hpp) also reuses the compute side across (z, G).
 struct StepTimeScratch {
@@ -52,9 +59,8 @@ struct StepTimeScratch {
   std::uint64_t memo_context = 0;
   ZeroFreeMemo<ComputeSide> memo;
   LayerTimeTable layer_times;  // opened by the search for each triple it walks
-  // F_model (ComputeSide::model_flops) reads only the model and the run: kept for `flops_context`.
-  std::uint64_t flops_context = 0;
-  double model_flops = 0;
+  // The search's constants (set with memo_context), or null: made per estimate.
+  const StepConstants* constants = nullptr;
 };
 
 // The same into `r` (its stage storage reused) with the plan of the strategy's layout already
