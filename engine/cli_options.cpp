@@ -1,13 +1,17 @@
 #include "engine/cli_options.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <iomanip>
+#include <optional>
+#include <utility>
 #include <sstream>
 #include <cstdint>
 #include <cstdlib>
 
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
+#include "engine/presets.hpp"
 #include "engine/utf8_text.hpp"
 #include "engine/yaml_fields.hpp"
 
@@ -19,7 +23,7 @@ void add_common_options(po::options_description& desc, CommonFlags& flags) {
 }
 
 void add_run_options(po::options_description& desc, RunFlags& flags) {
-  desc.add_options()("seq", po::value<std::int64_t>(), "sequence length in tokens")(
+  desc.add_options()("seq", po::value<std::string>(), "sequence length in tokens (8192, or 8k = 8 x 1024)")(
       "global-batch", po::value<std::int64_t>(), "sequences per optimizer step")(
       "micro-batch", po::value<std::int64_t>(), "sequences per micro-batch (default: free)")(
       "grad-bytes", po::value<std::int64_t>(), "bytes per accumulated gradient element: 2 or 4")(
@@ -44,9 +48,9 @@ void add_cluster_options(po::options_description& desc, ClusterFlags& flags) {
                      "model preset, config.json, model YAML or a directory with a config.json")(
       "device", po::value(&flags.device), "device preset or device YAML")(
       "devices", po::value(&flags.devices),
-      "number of devices (search: also a list 8,16,64 or a range 8..1024 of doublings)")(
+      "number of devices (search: also a list 8,16,64, a range 8..1024 of doublings or 64..512:64 of steps)")(
       "headroom", po::value(&flags.headroom)->default_value("0"),
-      "memory kept free: a percentage of the capacity (10%) or GiB");
+      "memory kept free: a percentage of the capacity (10%) or a size (5 = 5GiB; also MiB, GB, MB)");
 }
 
 std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {
@@ -54,13 +58,25 @@ std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {
   auto fail = [&]() -> std::vector<std::int64_t> {
     throw InputError("command line", "--devices",
                      "expected a positive count up to " + std::to_string(kMaxDevices) +
-                         ", a list like 8,16,64 or a range like 8..1024, got " + quoted_text(t));
+                         ", a list like 8,16,64, a range of doublings like 8..1024 or of steps like 64..512:64, got " +
+                         quoted_text(t));
   };
   std::vector<std::int64_t> out;
   if (const auto dots = t.find(".."); dots != std::string::npos) {
-    const auto lo = parse_integer(t.substr(0, dots)), hi = parse_integer(t.substr(dots + 2));
+    const auto colon = t.find(':', dots);
+    const auto lo = parse_integer(t.substr(0, dots));
+    const auto hi =
+        parse_integer(t.substr(dots + 2, colon == std::string::npos ? std::string::npos : colon - dots - 2));
+    std::int64_t step = 0;  // 0: doublings
+    if (colon != std::string::npos) {
+      const auto given = parse_integer(t.substr(colon + 1));
+      if (!given || *given < 1) return fail();
+      step = *given;
+    }
     if (!lo || !hi || *lo < 1 || *hi < *lo || *hi > kMaxDevices) return fail();
-    for (std::int64_t n = *lo; n <= *hi; n *= 2) out.push_back(n);
+    for (std::int64_t n = *lo; n <= *hi; n = step > 0 ? n + step : 2 * n) out.push_back(n);
+    // A range names its upper bound: it is searched even where the doublings or steps pass it.
+    if (out.back() != *hi) out.push_back(*hi);
     return out;
   }
   std::stringstream in(t);
@@ -85,12 +101,24 @@ double parse_headroom(const std::string& text, double capacity, const InputOrigi
   std::string t = text;
   const bool percent = !t.empty() && t.back() == '%';
   if (percent) t.pop_back();
+  // A size: GiB by default, or with its unit (binary GiB/MiB, decimal GB/MB), a space allowed.
+  double unit = 1024.0 * 1024.0 * 1024.0;
+  for (const auto& [suffix, bytes] : std::initializer_list<std::pair<const char*, double>>{
+           {"GiB", 1024.0 * 1024.0 * 1024.0}, {"MiB", 1024.0 * 1024.0}, {"GB", 1e9}, {"MB", 1e6}}) {
+    if (!percent && t.ends_with(suffix)) {
+      t.erase(t.size() - std::string_view(suffix).size());
+      while (!t.empty() && t.back() == ' ') t.pop_back();
+      unit = bytes;
+      break;
+    }
+  }
   const auto v = parse_number(t);
   if (!v || *v < 0 || (percent && *v >= 100)) {
     throw InputError(origin.source, origin.field("--headroom"),
-                     "expected a percentage below 100% or a number of GiB >= 0, got " + quoted_text(text));
+                     "expected a percentage below 100% (10%) or a size >= 0 (5 or 5GiB; also MiB, GB, MB), got " +
+                         quoted_text(text));
   }
-  const double bytes = percent ? capacity * *v / 100 : *v * 1024.0 * 1024.0 * 1024.0;
+  const double bytes = percent ? capacity * *v / 100 : *v * unit;
   if (!percent && bytes >= capacity) {  // no budget left: nothing could ever fit
     std::ostringstream cap;
     cap << std::fixed << std::setprecision(2) << capacity / (1024.0 * 1024.0 * 1024.0);
@@ -112,11 +140,26 @@ bool verify_requested_by_environment() {
   return v != nullptr && *v != '\0' && std::string(v) != "0";
 }
 
+std::int64_t parse_sequence_length(const std::string& text) {
+  std::string t = text;
+  std::int64_t scale = 1;
+  if (!t.empty() && (t.back() == 'k' || t.back() == 'K')) {  // 8k: 8·1024, as sequence lengths are named
+    scale = 1024;
+    t.pop_back();
+  }
+  const auto v = parse_integer(t);
+  if (!v || *v < 1 || *v > (std::int64_t{1} << 40) / scale) {
+    throw InputError("command line", "--seq",
+                     "expected a positive number of tokens (8192, or 8k for 8 x 1024), got " + quoted_text(text));
+  }
+  return *v * scale;
+}
+
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags) {
   auto take = [&](const char* name, std::optional<std::int64_t>& out) {
     if (vm.count(name)) out = vm[name].as<std::int64_t>();
   };
-  take("seq", flags.seq);
+  if (vm.count("seq")) flags.seq = parse_sequence_length(vm["seq"].as<std::string>());
   take("global-batch", flags.global_batch);
   take("micro-batch", flags.micro_batch);
   take("grad-bytes", flags.grad_bytes);
@@ -140,6 +183,16 @@ po::variables_map parse_options(const std::string& command, const std::vector<st
     }
     po::store(parser.run(), vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    std::string name = e.get_option_name();
+    while (!name.empty() && name.front() == '-') name.erase(0, 1);
+    std::vector<std::string> known;
+    for (const auto& o : desc.options()) known.push_back(o->long_name());
+    const std::vector<std::string> close = close_names(name, known);
+    std::string hint;
+    for (std::size_t i = 0; i < close.size() && i < 3; ++i) hint += (i ? ", --" : " (did you mean --") + close[i];
+    if (!hint.empty()) hint += "?)";
+    throw UsageError("meshfit " + command + ": " + e.what() + hint + "\nTry 'meshfit " + command + " --help'.");
   } catch (const po::error& e) {
     throw UsageError("meshfit " + command + ": " + e.what() + "\nTry 'meshfit " + command + " --help'.");
   }

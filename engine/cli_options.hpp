@@ -35,9 +35,10 @@ struct ClusterFlags {
 void add_cluster_options(po::options_description& desc, ClusterFlags& flags);
 // --devices as one positive count; throws InputError naming the flag otherwise.
 std::int64_t single_device_count(const ClusterFlags& flags);
-// --devices as counts: "64", "8,16,64", or "A..B" = A, 2A, 4A, … up to B.
+// --devices as counts: "64", "8,16,64", "A..B" = A, 2A, 4A, … and B, or "A..B:S" = A, A+S, … and B.
 std::vector<std::int64_t> device_counts(const ClusterFlags& flags);
-// "10%" of the capacity, or a number of GiB, below the capacity; throws InputError.
+// "10%" of the capacity, or a size below the capacity (GiB by default: "5", "5GiB", "512MiB",
+// "5GB"); throws InputError.
 double parse_headroom(const std::string& text, double capacity, const InputOrigin& origin = {});
 // A numeric flag's value within [lo, hi] (NaN refused): throws InputError naming the flag and the
 // range otherwise. Every numeric flag goes through it.
@@ -47,6 +48,8 @@ inline constexpr std::int64_t kMaxTop = 10000;
 // The verify mode (search/search_verifier.hpp) asked for by the environment: MESHFIT_VERIFY set
 // and neither empty nor "0".
 bool verify_requested_by_environment();
+// --seq: a positive token count, "8192" or "8k" (8·1024); throws InputError naming the flag.
+std::int64_t parse_sequence_length(const std::string& text);
 // Copies the optional run flags the user gave out of `vm` (program_options has no optional<T>).
 void collect_run_flags(const po::variables_map& vm, RunFlags& flags);
 

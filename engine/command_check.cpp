@@ -1,6 +1,7 @@
 // `meshfit check`: the CI gate over many models (docs/spec/cli.md, "Check manifest" and exit
 // codes). Every entry is checked, in parallel, even when others fail or cannot be read.
 #include <chrono>
+#include <filesystem>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -84,6 +85,12 @@ int command_check(const std::vector<std::string>& args, std::ostream& out, std::
   } else {
     for (const char* required : {"device", "devices", "seq", "global-batch"}) {
       if (!vm.count(required)) {
+        // A file named that is not there is the likelier mistake (a mistyped manifest): say so.
+        for (const auto& input : inputs) {
+          if (input.find_first_of("*?[") == std::string::npos && !std::filesystem::exists(input)) {
+            throw InputError(input + ": cannot read file: No such file or directory");
+          }
+        }
         throw UsageError(std::string("meshfit check: --") + required +
                          " is required when checking model files\nTry 'meshfit check --help'.");
       }

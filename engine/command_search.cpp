@@ -167,6 +167,8 @@ int search_device_counts(const SearchFlags& f, OutputFormat format, const std::v
   }
   if (format == OutputFormat::json) {
     write_counts_json(c, out);
+  } else if (format == OutputFormat::csv) {
+    write_counts_csv(c, out);
   } else {
     write_counts_table(*space.model, cluster, *space.run, c, out);
   }

@@ -125,6 +125,25 @@ void write_counts_json(const CountResults& c, std::ostream& out) {
   out << '\n';
 }
 
+void write_counts_csv(const CountResults& c, std::ostream& out) {
+  if (c.interrupted) {
+    out << "# INTERRUPTED: " << c.results.size() << " of " << c.listed << " device counts searched\n";
+  }
+  out << "devices,enumerated,valid,fitting,front,best_strategy,peak_memory_gib,step_time_s,tokens_per_sec_per_device,"
+         "mfu,smallest_fitting\n";
+  for (const auto& [n, r] : c.results) {
+    out << n << ',' << r.enumerated << ',' << r.valid << ',' << r.fitting << ',' << r.front.size() << ',';
+    if (r.top.empty()) {
+      out << ",,,,";
+    } else {
+      const ScoredStrategy& b = r.top.front();
+      out << '"' << strategy_to_string(b.strategy) << "\"," << fixed(b.peak_bytes / kGiB, 4) << ','
+          << fixed(b.step_s, 6) << ',' << fixed(b.tokens_per_sec_per_device, 2) << ',' << fixed(b.mfu, 4);
+    }
+    out << ',' << (c.smallest && *c.smallest == n ? "true" : "false") << '\n';
+  }
+}
+
 void write_counts_table(const Model& model, const Cluster& cluster, const Run& run, const CountResults& c,
                         std::ostream& out) {
   const auto& results = c.results;

@@ -30,6 +30,8 @@ struct CountResults {
   bool interrupted = false;
 };
 void write_counts_json(const CountResults& c, std::ostream& out);
+// One row per device count searched; an interrupted list says so in a comment line first.
+void write_counts_csv(const CountResults& c, std::ostream& out);
 void write_counts_table(const Model& model, const Cluster& cluster, const Run& run, const CountResults& c,
                         std::ostream& out);
 

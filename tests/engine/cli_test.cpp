@@ -1,6 +1,12 @@
 // The command line in-process: output, stderr and exit codes (docs/spec/cli.md).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "engine/cli_options.hpp"
+#include "engine/input_error.hpp"
 #include "test_support.hpp"
 
 using meshfit::test::data_path;
@@ -29,6 +35,7 @@ TEST_CASE("no subcommand, unknown subcommand, unknown flag: usage errors, exit 2
   const auto f = run({"show", "--model", "llama-3.1-8b", "--frmat", "json"});
   CHECK(f.code == 2);
   CHECK(f.err.find("frmat") != std::string::npos);
+  CHECK(f.err.find("(did you mean --format?)") != std::string::npos);  // flags get a suggestion too
   const auto missing = run({"show"});
   CHECK(missing.code == 2);
   CHECK(missing.err.find("--model is required") != std::string::npos);
@@ -91,7 +98,8 @@ TEST_CASE("bad input: message on stderr, nothing on stdout, exit 2") {
   const auto devices = with({"--devices", "1099511627776"});
   CHECK(devices.code == 2);
   CHECK(devices.err.find("command line: field '--devices': expected a positive count up to 16777216, a list like "
-                         "8,16,64 or a range like 8..1024, got '1099511627776'") != std::string::npos);
+                         "8,16,64, a range of doublings like 8..1024 or of steps like 64..512:64, got "
+                         "'1099511627776'") != std::string::npos);
   const auto range = with({"--devices", "1..9223372036854775807"});
   CHECK(range.code == 2);
   CHECK(range.err.find("field '--devices': expected a positive count up to 16777216") != std::string::npos);
@@ -244,4 +252,50 @@ TEST_CASE("explain: every broken rule; the overflow; single changes that fit") {
   const auto ok = with("dp=2,tp=8,sp=true,pp=4,zero=1,recompute=selective,mbs=1");
   CHECK(ok.code == 0);
   CHECK(ok.out.find("fits with") != std::string::npos);
+}
+
+TEST_CASE("flags in the units people write: --seq 8k, --headroom 5GiB, --devices ranges that end where they say") {
+  using meshfit::ClusterFlags;
+  CHECK(meshfit::parse_sequence_length("8k") == 8192);
+  CHECK(meshfit::parse_sequence_length("32K") == 32768);
+  CHECK(meshfit::parse_sequence_length("4096") == 4096);
+  CHECK_THROWS_AS(meshfit::parse_sequence_length("8m"), meshfit::InputError);
+  CHECK_THROWS_AS(meshfit::parse_sequence_length("k"), meshfit::InputError);
+  const double cap = 80.0 * 1024 * 1024 * 1024;
+  CHECK(meshfit::parse_headroom("5", cap) == 5.0 * 1024 * 1024 * 1024);
+  CHECK(meshfit::parse_headroom("5GiB", cap) == 5.0 * 1024 * 1024 * 1024);
+  CHECK(meshfit::parse_headroom("5 GiB", cap) == 5.0 * 1024 * 1024 * 1024);
+  CHECK(meshfit::parse_headroom("512MiB", cap) == 512.0 * 1024 * 1024);
+  CHECK(meshfit::parse_headroom("5GB", cap) == 5e9);
+  CHECK(meshfit::parse_headroom("10%", cap) == cap / 10);
+  CHECK_THROWS_AS(meshfit::parse_headroom("5TB", cap), meshfit::InputError);
+  auto counts = [](const char* text) {
+    ClusterFlags f;
+    f.devices = text;
+    return meshfit::device_counts(f);
+  };
+  CHECK(counts("8..1024") == std::vector<std::int64_t>{8, 16, 32, 64, 128, 256, 512, 1024});
+  CHECK(counts("8..1000") == std::vector<std::int64_t>{8, 16, 32, 64, 128, 256, 512, 1000});  // not cut at 512
+  CHECK(counts("64..256:64") == std::vector<std::int64_t>{64, 128, 192, 256});
+  CHECK(counts("64..250:64") == std::vector<std::int64_t>{64, 128, 192, 250});
+  CHECK_THROWS_AS(counts("64..256:0"), meshfit::InputError);
+
+  const auto seq = run({"estimate", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8", "--seq", "8k",
+                        "--global-batch", "64", "--strategy", "tp=8,mbs=1", "--format", "json"});
+  CHECK(seq.code == 0);
+  const auto plain = run({"estimate", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8", "--seq",
+                          "8192", "--global-batch", "64", "--strategy", "tp=8,mbs=1", "--format", "json"});
+  CHECK(seq.out == plain.out);
+}
+
+TEST_CASE("search over a device list writes CSV when asked; check names a missing file") {
+  const auto csv = run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8,16", "--seq",
+                        "4096", "--global-batch", "64", "--format", "csv"});
+  CHECK(csv.code == 0);
+  CHECK(csv.out.rfind("devices,enumerated,valid,fitting,front,best_strategy,", 0) == 0);
+  CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 3);  // header and one row per count
+  const auto missing = run({"check", "nosuch-models.json"});
+  CHECK(missing.code == 2);
+  CHECK(missing.err.find("nosuch-models.json: cannot read file: No such file or directory") != std::string::npos);
+  CHECK(missing.err.find("--device is required") == std::string::npos);
 }
