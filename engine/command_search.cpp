@@ -58,7 +58,8 @@ struct SearchFlags {
   PinFlags pins;
   std::string plot_file, report_file, export_best, export_out, search_file, prune_off;
   std::int64_t top = 10, threads = 0;
-  bool no_prune = false, dedupe_ties = false, verify = false;
+  std::string tight_margin = "6%";
+  bool no_prune = false, dedupe_ties = false, verify = false, timings = false;
 };
 
 po::options_description search_description(SearchFlags& f) {
@@ -83,6 +84,10 @@ po::options_description search_description(SearchFlags& f) {
       "verify", po::bool_switch(&f.verify),
       "re-estimate every reported strategy from scratch and fail (exit 3) on any "
       "difference from the search's figures (also MESHFIT_VERIFY=1)")(
+      "tight-margin", po::value(&f.tight_margin)->default_value("6%"),
+      "mark a fitting strategy tight when its peak is within this share of the budget (default: the memory "
+      "estimate's median error on measured runs)")("timings", po::bool_switch(&f.timings),
+                                                   "print the seconds the search took (they differ run to run)")(
       "plot", po::value(&f.plot_file), "write an SVG chart of the search: fitting strategies, the front, the budget")(
       "report", po::value(&f.report_file), "write a self-contained HTML report: inputs, front, chart, stage memory")(
       "export-best", po::value(&f.export_best),
@@ -94,6 +99,21 @@ po::options_description search_description(SearchFlags& f) {
   desc.add_options()("format", po::value(&f.common.format)->default_value("table"), "table, json or csv")(
       "help,h", po::bool_switch(&f.common.help), "show this help");
   return desc;
+}
+
+// --tight-margin as a fraction of the budget: "6%" or 0.06.
+double tight_fraction(const SearchFlags& f) {
+  std::string t = f.tight_margin;
+  const bool percent = !t.empty() && t.back() == '%';
+  if (percent) t.pop_back();
+  const auto v = parse_number(t);
+  const double fraction = v ? (percent ? *v / 100 : *v) : -1;
+  if (!(fraction >= 0 && fraction < 1)) {
+    throw InputError(
+        "command line", "--tight-margin",
+        "expected a share of the budget from 0% to below 100% (6%, or 0.06), got " + quoted_text(f.tight_margin));
+  }
+  return fraction;
 }
 
 // The search file's pins, policies, headroom and top, under the flags given (flags win).
@@ -142,6 +162,7 @@ int search_device_counts(const SearchFlags& f, OutputFormat format, const std::v
   SearchWorkspace workspace;  // kept across the counts' searches
   options.workspace = &workspace;
   CountResults c;
+  c.counts = counts;
   c.listed = counts.size();
   for (std::int64_t n : counts) {
     cluster.devices = n;
@@ -165,12 +186,14 @@ int search_device_counts(const SearchFlags& f, OutputFormat format, const std::v
       break;
     }
   }
+  const SearchReport settings{*space.model,           cluster,           *space.run, SearchResult{},
+                              options.headroom_bytes, tight_fraction(f), f.timings};
   if (format == OutputFormat::json) {
-    write_counts_json(c, out);
+    write_counts_json(c, settings, out);
   } else if (format == OutputFormat::csv) {
-    write_counts_csv(c, out);
+    write_counts_csv(c, settings, out);
   } else {
-    write_counts_table(*space.model, cluster, *space.run, c, out);
+    write_counts_table(c, settings, out);
   }
   if (c.interrupted) {
     err << "meshfit search: interrupted\n";
@@ -194,10 +217,10 @@ std::optional<TrainerConfig> export_fastest(std::optional<TrainerFormat> format,
 }
 
 // The search's JSON with the export as one more field at the end of the object.
-void write_json_with_export(const SearchResult& result, const std::optional<TrainerConfig>& exported,
+void write_json_with_export(const SearchReport& rep, const std::optional<TrainerConfig>& exported,
                             const std::string& format_name, std::ostream& out) {
   std::ostringstream json;
-  write_search_json(result, json);
+  write_search_json(rep, json);
   std::string text = json.str();
   if (exported) {
     std::ostringstream field;
@@ -242,12 +265,13 @@ int search_one(const SearchFlags& f, OutputFormat format, std::optional<TrainerF
   }
   if (exported && !f.export_out.empty()) write_file_atomically(f.export_out, exported->text, "--export-out");
 
+  const SearchReport rep{model, cluster, run, result, options.headroom_bytes, tight_fraction(f), f.timings};
   if (format == OutputFormat::json) {
-    write_json_with_export(result, f.export_out.empty() ? exported : std::nullopt, f.export_best, out);
+    write_json_with_export(rep, f.export_out.empty() ? exported : std::nullopt, f.export_best, out);
   } else if (format == OutputFormat::csv) {
-    write_search_csv(result, out);
+    write_search_csv(rep, out);
   } else {
-    write_search_table(model, cluster, run, result, out);
+    write_search_table(rep, out);
     if (exported && f.export_out.empty())
       out << "\n" << f.export_best << " configuration of the fastest:\n" << exported->text;
   }

@@ -12,37 +12,72 @@ namespace meshfit {
 
 namespace {
 
-void write_records(const std::vector<ScoredStrategy>& xs, bool flag_dominated, std::ostream& out) {
+bool tight(const ScoredStrategy& x, double budget, double fraction) { return x.peak_bytes > budget * (1 - fraction); }
+
+std::string row_flags(const ScoredStrategy& x, bool top, double budget, double fraction) {
+  std::string f = tight(x, budget, fraction) ? "tight" : "";
+  if (top && x.dominated) f += std::string(f.empty() ? "" : ", ") + "dominated";
+  return f;
+}
+
+void write_records(const std::vector<ScoredStrategy>& xs, bool top, const SearchReport& rep, std::ostream& out) {
   TextTable t;
   t.row({"strategy", "step s", "peak GiB", "stage", "tok/s/dev", "MFU", ""});
   for (const auto& x : xs) {
     t.row({strategy_to_string(x.strategy), fixed(x.step_s, 3), fixed(x.peak_bytes / kGiB, 2),
            std::to_string(x.peak_stage), fixed(x.tokens_per_sec_per_device, 0), fixed(100 * x.mfu, 1) + "%",
-           flag_dominated && x.dominated ? "dominated" : ""});
+           row_flags(x, top, rep.result.budget, rep.tight_fraction)});
   }
   t.print(out, "  ");
 }
 
+// The inputs the result answers, echoed so that a stored result says what it is of.
+// `counts`: a --devices list's counts, in place of the one count.
+void write_inputs_json(JsonWriter& j, const SearchReport& rep, const std::vector<std::int64_t>* counts = nullptr) {
+  j.key("inputs").begin_object().field("model", rep.model.name).field("device", rep.cluster.device.name);
+  if (counts) {
+    j.key("devices").begin_array();
+    for (std::int64_t n : *counts) j.value(n);
+    j.end_array();
+  } else {
+    j.field("devices", rep.cluster.devices);
+  }
+  j.field("seq", rep.run.seq)
+      .field("global_batch", rep.run.global_batch)
+      .field("framework", to_string(rep.run.profile.framework))
+      .field("rules", rep.run.rules == Rules::sapp_nd ? "sapp-nd" : "default")
+      .field("precision", rep.run.precision.preset)
+      .field("headroom_gib", rep.headroom_bytes / kGiB)
+      .field("tight_margin", rep.tight_fraction)
+      .end_object();
+}
+
 }  // namespace
 
-void write_record_json(JsonWriter& j, const ScoredStrategy& x) {
+void write_record_json(JsonWriter& j, const ScoredStrategy& x, double budget, double tight_fraction, bool top) {
   j.begin_object().key("strategy");
   write_strategy_json(j, x.strategy);
-  j.field("peak_memory_gib", x.peak_bytes / kGiB)
+  j.field("strategy_string", strategy_to_string(x.strategy))
+      .field("peak_memory_gib", x.peak_bytes / kGiB)
       .field("peak_stage", x.peak_stage)
       .field("step_time_s", x.step_s)
       .field("tokens_per_sec_per_device", x.tokens_per_sec_per_device)
-      .field("mfu", x.mfu);
+      .field("mfu", x.mfu)
+      .field("tight", tight(x, budget, tight_fraction));
+  if (top) j.field("dominated", x.dominated);
   j.end_object();
 }
 
-void write_search_json(const SearchResult& r, std::ostream& out) {
+void write_search_json(const SearchReport& rep, std::ostream& out) {
+  const SearchResult& r = rep.result;
   JsonWriter j(out);
-  j.begin_object().field("budget_gib", r.budget / kGiB);
+  j.begin_object().field("schema_version", kSearchSchemaVersion);
+  write_inputs_json(j, rep);
+  j.field("budget_gib", r.budget / kGiB);
   j.key("front").begin_array();
-  for (const auto& x : r.front) write_record_json(j, x);
+  for (const auto& x : r.front) write_record_json(j, x, r.budget, rep.tight_fraction, false);
   j.end_array().key("top").begin_array();
-  for (const auto& x : r.top) write_record_json(j, x);
+  for (const auto& x : r.top) write_record_json(j, x, r.budget, rep.tight_fraction, true);
   j.end_array();
   j.key("counts")
       .begin_object()
@@ -56,34 +91,41 @@ void write_search_json(const SearchResult& r, std::ostream& out) {
     if (r.histogram[i] > 0) j.field(slot_name(i), r.histogram[i]);
   }
   j.end_object();
-  j.field("interrupted", r.interrupted).field("seconds", r.seconds).end_object();
+  j.field("interrupted", r.interrupted);
+  if (rep.timings) j.field("seconds", r.seconds);
+  j.end_object();
   out << '\n';
 }
 
-void write_search_csv(const SearchResult& r, std::ostream& out) {
+void write_search_csv(const SearchReport& rep, std::ostream& out) {
+  const SearchResult& r = rep.result;
   // A comment line before the header, so that no reader takes a partial result for a whole one.
   if (r.interrupted) out << "# INTERRUPTED: the rows below cover only the part of the space searched\n";
-  out << "set,strategy,peak_memory_gib,peak_stage,step_time_s,tokens_per_sec_per_device,mfu\n";
-  auto row = [&](const char* set, const ScoredStrategy& x) {
+  out << "set,strategy,peak_memory_gib,peak_stage,step_time_s,tokens_per_sec_per_device,mfu,tight,dominated\n";
+  auto row = [&](const char* set, const ScoredStrategy& x, bool top) {
     out << set << ",\"" << strategy_to_string(x.strategy) << "\"," << fixed(x.peak_bytes / kGiB, 4) << ','
         << x.peak_stage << ',' << fixed(x.step_s, 6) << ',' << fixed(x.tokens_per_sec_per_device, 2) << ','
-        << fixed(x.mfu, 4) << '\n';
+        << fixed(x.mfu, 4) << ',' << (tight(x, r.budget, rep.tight_fraction) ? "true" : "false") << ','
+        << (top && x.dominated ? "true" : "false") << '\n';
   };
-  for (const auto& x : r.front) row("front", x);
-  for (const auto& x : r.top) row("top", x);
+  for (const auto& x : r.front) row("front", x, false);
+  for (const auto& x : r.top) row("top", x, true);
 }
 
-void write_search_table(const Model& m, const Cluster& c, const Run& run, const SearchResult& r, std::ostream& out) {
-  out << "search " << printable(m.name) << " on " << c.devices << " x " << printable(c.device.name) << ", seq "
-      << run.seq << ", global batch " << run.global_batch << "; budget " << fixed(r.budget / kGiB, 2)
-      << " GiB per device\n";
+void write_search_table(const SearchReport& rep, std::ostream& out) {
+  const SearchResult& r = rep.result;
+  out << "search " << printable(rep.model.name) << " on " << rep.cluster.devices << " x "
+      << printable(rep.cluster.device.name) << ", seq " << rep.run.seq << ", global batch " << rep.run.global_batch
+      << "; budget " << fixed(r.budget / kGiB, 2) << " GiB per device\n";
   if (r.interrupted) out << "INTERRUPTED: the results below cover only the part of the space searched\n";
   out << "\nPareto front (" << r.front.size() << "), fastest first:\n";
-  write_records(r.front, false, out);
+  write_records(r.front, false, rep, out);
   out << "\ntop " << r.top.size() << " fastest fitting:\n";
-  write_records(r.top, true, out);
+  write_records(r.top, true, rep, out);
   out << "\nenumerated " << with_commas(r.enumerated) << ", valid " << with_commas(r.valid) << ", fitting "
-      << with_commas(r.fitting) << ", on the front " << r.front.size() << "; " << fixed(r.seconds, 2) << " s\n";
+      << with_commas(r.fitting) << ", on the front " << r.front.size();
+  if (rep.timings) out << "; " << fixed(r.seconds, 2) << " s";
+  out << '\n';
   std::vector<std::pair<std::int64_t, std::size_t>> rules;
   for (std::size_t i = 0; i < kRuleSlots; ++i) {
     if (r.histogram[i] > 0) rules.emplace_back(r.histogram[i], i);
@@ -94,13 +136,21 @@ void write_search_table(const Model& m, const Cluster& c, const Run& run, const 
   out << "rejected by:";
   for (const auto& [n, i] : rules) out << "  " << slot_name(i) << " " << with_commas(n);
   out << '\n';
+  const bool any_tight = std::any_of(r.front.begin(), r.front.end(),
+                                     [&](const ScoredStrategy& x) { return tight(x, r.budget, rep.tight_fraction); });
+  if (any_tight) {
+    out << "tight: within " << fixed(100 * rep.tight_fraction, 0)
+        << "% of the budget, the memory estimate's typical error; keep a --headroom there or pick a row with room\n";
+  }
 }
 
-void write_counts_json(const CountResults& c, std::ostream& out) {
+void write_counts_json(const CountResults& c, const SearchReport& settings, std::ostream& out) {
   const auto& results = c.results;
   const auto& smallest = c.smallest;
   JsonWriter j(out);
-  j.begin_object().key("device_counts").begin_array();
+  j.begin_object().field("schema_version", kSearchSchemaVersion);
+  write_inputs_json(j, settings, &c.counts);
+  j.key("device_counts").begin_array();
   for (const auto& [n, r] : results) {
     j.begin_object()
         .field("devices", n)
@@ -112,8 +162,10 @@ void write_counts_json(const CountResults& c, std::ostream& out) {
     if (r.top.empty())
       j.null();
     else
-      write_record_json(j, r.top.front());
-    j.field("interrupted", r.interrupted).field("seconds", r.seconds).end_object();
+      write_record_json(j, r.top.front(), r.budget, settings.tight_fraction, false);
+    j.field("interrupted", r.interrupted);
+    if (settings.timings) j.field("seconds", r.seconds);
+    j.end_object();
   }
   j.end_array().key("smallest_fitting_devices");
   if (smallest)
@@ -125,7 +177,7 @@ void write_counts_json(const CountResults& c, std::ostream& out) {
   out << '\n';
 }
 
-void write_counts_csv(const CountResults& c, std::ostream& out) {
+void write_counts_csv(const CountResults& c, const SearchReport& /*settings*/, std::ostream& out) {
   if (c.interrupted) {
     out << "# INTERRUPTED: " << c.results.size() << " of " << c.listed << " device counts searched\n";
   }
@@ -144,8 +196,10 @@ void write_counts_csv(const CountResults& c, std::ostream& out) {
   }
 }
 
-void write_counts_table(const Model& model, const Cluster& cluster, const Run& run, const CountResults& c,
-                        std::ostream& out) {
+void write_counts_table(const CountResults& c, const SearchReport& settings, std::ostream& out) {
+  const Model& model = settings.model;
+  const Cluster& cluster = settings.cluster;
+  const Run& run = settings.run;
   const auto& results = c.results;
   const auto& smallest = c.smallest;
   const bool interrupted = c.interrupted;

@@ -17,22 +17,40 @@
 
 namespace meshfit {
 
-void write_record_json(JsonWriter& j, const ScoredStrategy& x);
-void write_search_json(const SearchResult& r, std::ostream& out);
-void write_search_csv(const SearchResult& r, std::ostream& out);
-void write_search_table(const Model& m, const Cluster& c, const Run& run, const SearchResult& r, std::ostream& out);
+// A fitting pick whose peak is within this fraction of the budget is marked tight: the memory
+// estimate's median absolute error on the measured runs of data/validation/measured-public.yaml
+// (5.8%, README's figures), rounded up. A user's own margin: --tight-margin.
+inline constexpr double kTightFraction = 0.06;
+
+// What the writers print beside the result: the inputs, echoed, and the output's settings.
+struct SearchReport {
+  const Model& model;
+  const Cluster& cluster;
+  const Run& run;
+  const SearchResult& result;
+  double headroom_bytes = 0;
+  double tight_fraction = kTightFraction;
+  bool timings = false;  // the seconds taken (which differ run to run) in stdout's output
+};
+inline constexpr int kSearchSchemaVersion = 2;
+
+// A row: the strategy (object and string), its figures, and whether it is tight (and, `top`, dominated).
+void write_record_json(JsonWriter& j, const ScoredStrategy& x, double budget, double tight_fraction, bool top);
+void write_search_json(const SearchReport& rep, std::ostream& out);
+void write_search_csv(const SearchReport& rep, std::ostream& out);
+void write_search_table(const SearchReport& rep, std::ostream& out);
 
 // The searches of a --devices list, in the list's order (those searched; an interrupt stops it).
 struct CountResults {
   std::vector<std::pair<std::int64_t, SearchResult>> results;
+  std::vector<std::int64_t> counts;      // the list, in its order
   std::size_t listed = 0;                // device counts in the list
   std::optional<std::int64_t> smallest;  // the smallest searched count with a fitting strategy
   bool interrupted = false;
 };
-void write_counts_json(const CountResults& c, std::ostream& out);
+void write_counts_json(const CountResults& c, const SearchReport& settings, std::ostream& out);
 // One row per device count searched; an interrupted list says so in a comment line first.
-void write_counts_csv(const CountResults& c, std::ostream& out);
-void write_counts_table(const Model& model, const Cluster& cluster, const Run& run, const CountResults& c,
-                        std::ostream& out);
+void write_counts_csv(const CountResults& c, const SearchReport& settings, std::ostream& out);
+void write_counts_table(const CountResults& c, const SearchReport& settings, std::ostream& out);
 
 }  // namespace meshfit

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 
 #include "estimators/pipeline_layout.hpp"
 
@@ -12,6 +13,39 @@ const char* rule_id(HardRule r) {
                                     "H9",  "H10", "H11", "H12", "H12b", "H13", "H14", "H15", "H16",
                                     "H17", "H18", "H19", "H20", "H21",  "H22", "H23", "S1",  "S2"};
   return ids[static_cast<int>(r)];
+}
+
+const char* rule_name(HardRule r) {
+  // In HardRule's order (search-and-time.md §3.1's table).
+  static const char* const names[] = {"ok",
+                                      "grid_covers_devices",
+                                      "batch_splits_evenly",
+                                      "heads_divide_by_tp",
+                                      "kv_heads_fit_tp",
+                                      "ffn_divides_by_tp",
+                                      "vocab_padded",
+                                      "sp_needs_tp",
+                                      "sp_sequence_divides",
+                                      "cp_sequence_divides",
+                                      "ulysses_heads_divide",
+                                      "hybrid_degree_exists",
+                                      "chunks_have_layers",
+                                      "uneven_stages_divide",
+                                      "vpp_needs_pp",
+                                      "schedule_matches_vpp",
+                                      "experts_divide_by_ep",
+                                      "expert_grid_tiles",
+                                      "moe_tp_needs_sp",
+                                      "dense_has_no_ep",
+                                      "shard_group_divides",
+                                      "partial_recompute_needs_full",
+                                      "listed_only",
+                                      "dualpipev_microbatches",
+                                      "interleaved_microbatches",
+                                      "seed_m_ge_pp",
+                                      "seed_optimizer_shard_whole"};
+  static_assert(std::size(names) == static_cast<std::size_t>(HardRule::S2) + 1);
+  return names[static_cast<int>(r)];
 }
 
 std::int64_t hybrid_ulysses_degree(const Model& m, const Strategy& s, std::int64_t D, bool kv_divisible) {

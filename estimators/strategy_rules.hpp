@@ -46,6 +46,8 @@ enum class HardRule : std::uint8_t {
 };
 
 const char* rule_id(HardRule r);
+// A rule's name as the counts print it ("chunks_have_layers" for H12): what it asks, in a word.
+const char* rule_name(HardRule r);
 
 // §2.4: the largest divisor cp_u of cp with 2 ≤ cp_u < cp, (a/tp) mod cp_u = 0,
 // n_kv mod (tp·cp_u) = 0 when `kv_divisible` (policy P9), and tp·cp_u ≤ D; 0 if none.

@@ -39,8 +39,12 @@ std::size_t slot_index(const RuleSlot& r) {
 }
 
 std::string slot_name(std::size_t index) {
-  if (index >= 27)
-    return std::string(policy_id(static_cast<Policy>(index - 27))) + " " + policy_name(static_cast<Policy>(index - 27));
+  if (index >= 27) return policy_name(static_cast<Policy>(index - 27));
+  return rule_name(static_cast<HardRule>(index));
+}
+
+std::string slot_id(std::size_t index) {
+  if (index >= 27) return policy_id(static_cast<Policy>(index - 27));
   return rule_id(static_cast<HardRule>(index));
 }
 

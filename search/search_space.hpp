@@ -34,7 +34,8 @@ struct RuleSlot {
 };
 inline constexpr std::size_t kRuleSlots = 27 + kPolicyCount;  // HardRule values incl. ok, then policies
 std::size_t slot_index(const RuleSlot& r);
-std::string slot_name(std::size_t index);
+std::string slot_name(std::size_t index);  // the rule's or policy's name ("chunks_have_layers", "tp_in_node")
+std::string slot_id(std::size_t index);    // its code in the spec's tables ("H12", "P1")
 
 // Where a candidate sits in the innermost loops: the recompute modes (outer) and the micro-batch
 // sizes (inner, rising). No validity rule reads the recompute mode, so a rule outcome found for

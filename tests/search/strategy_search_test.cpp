@@ -1,6 +1,7 @@
 // The search's output: the front's definition, pruning that changes nothing, thread-count
 // independence, and the CLI's shape and exit codes.
 #include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <array>
 #include <random>
@@ -274,12 +275,35 @@ TEST_CASE("search CLI: JSON shape, byte-identical output, exit 1 when nothing fi
                                          "64",        "--format", "json"};
   const auto a = meshfit::test::run(args);
   CHECK(a.code == 0);
-  CHECK(a.out.find("{\"budget_gib\":79.6474609375,\"front\":[{\"strategy\":{\"dp\":") == 0);
+  CHECK(a.out.find("{\"schema_version\":2,\"inputs\":{\"model\":\"llama-3.1-8b\",\"device\":\"h100-80gb\","
+                   "\"devices\":8,\"seq\":8192,\"global_batch\":64,") == 0);
+  CHECK(a.out.find("\"budget_gib\":79.6474609375,\"front\":[{\"strategy\":{\"dp\":") != std::string::npos);
   CHECK(a.out.find("\"counts\":{\"enumerated\":") != std::string::npos);
-  auto strip_seconds = [](const std::string& s) { return s.substr(0, s.find("\"seconds\"")); };
+  CHECK(a.out.find("\"strategy_string\":\"dp=") != std::string::npos);
+  // Rules by name in the counts, not by the spec's code.
+  CHECK(a.out.find("\"rejected_by\":{") != std::string::npos);
+  CHECK(a.out.find("\"H12\"") == std::string::npos);
+  CHECK(a.out.find("\"chunks_have_layers\":") != std::string::npos);
+  // Byte-identical run to run and whatever the thread count: no timings unless asked for.
+  CHECK(a.out.find("\"seconds\"") == std::string::npos);
   std::vector<std::string> one_thread = args;
   one_thread.insert(one_thread.end(), {"--threads", "1"});
-  CHECK(strip_seconds(meshfit::test::run(one_thread).out) == strip_seconds(a.out));
+  CHECK(meshfit::test::run(one_thread).out == a.out);
+  std::vector<std::string> timed = args;
+  timed.push_back("--timings");
+  CHECK(meshfit::test::run(timed).out.find("\"seconds\":") != std::string::npos);
+  // Each row is tight exactly when its peak is within --tight-margin (6%) of the budget.
+  const YAML::Node doc = YAML::Load(a.out);
+  const double budget = doc["budget_gib"].as<double>();
+  int rows = 0;
+  for (const char* set : {"front", "top"}) {
+    for (const auto& row : doc[set]) {
+      CHECK(row["tight"].as<bool>() == (row["peak_memory_gib"].as<double>() > budget * 0.94));
+      CHECK(row["dominated"].IsDefined() == (std::string(set) == "top"));
+      ++rows;
+    }
+  }
+  CHECK(rows > 0);
   const auto none = meshfit::test::run({"search", "--model", "llama-3.1-405b", "--device", "a100-40gb", "--devices",
                                         "8", "--seq", "8192", "--global-batch", "8"});
   CHECK(none.code == 1);
