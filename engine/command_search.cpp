@@ -59,7 +59,7 @@ struct SearchFlags {
   std::string plot_file, report_file, export_best, export_out, search_file, prune_off;
   std::int64_t top = 10, threads = 0;
   std::string tight_margin = "6%";
-  bool no_prune = false, dedupe_ties = false, verify = false, timings = false;
+  bool no_prune = false, dedupe_ties = false, verify = false, timings = false, wide = false;
 };
 
 po::options_description search_description(SearchFlags& f) {
@@ -187,7 +187,7 @@ int search_device_counts(const SearchFlags& f, OutputFormat format, const std::v
     }
   }
   const SearchReport settings{*space.model,           cluster,           *space.run, SearchResult{},
-                              options.headroom_bytes, tight_fraction(f), f.timings};
+                              options.headroom_bytes, tight_fraction(f), f.timings,  f.wide};
   if (format == OutputFormat::json) {
     write_counts_json(c, settings, out);
   } else if (format == OutputFormat::csv) {
@@ -265,7 +265,7 @@ int search_one(const SearchFlags& f, OutputFormat format, std::optional<TrainerF
   }
   if (exported && !f.export_out.empty()) write_file_atomically(f.export_out, exported->text, "--export-out");
 
-  const SearchReport rep{model, cluster, run, result, options.headroom_bytes, tight_fraction(f), f.timings};
+  const SearchReport rep{model, cluster, run, result, options.headroom_bytes, tight_fraction(f), f.timings, f.wide};
   if (format == OutputFormat::json) {
     write_json_with_export(rep, f.export_out.empty() ? exported : std::nullopt, f.export_best, out);
   } else if (format == OutputFormat::csv) {

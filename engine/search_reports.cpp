@@ -16,19 +16,84 @@ bool tight(const ScoredStrategy& x, double budget, double fraction) { return x.p
 
 std::string row_flags(const ScoredStrategy& x, bool top, double budget, double fraction) {
   std::string f = tight(x, budget, fraction) ? "tight" : "";
-  if (top && x.dominated) f += std::string(f.empty() ? "" : ", ") + "dominated";
+  if (top && x.dominated) f += std::string(f.empty() ? "" : ",") + "dom";  // the table's legend says so
   return f;
 }
 
-void write_records(const std::vector<ScoredStrategy>& xs, bool top, const SearchReport& rep, std::ostream& out) {
-  TextTable t;
-  t.row({"strategy", "step s", "peak GiB", "stage", "tok/s/dev", "MFU", ""});
-  for (const auto& x : xs) {
-    t.row({strategy_to_string(x.strategy), fixed(x.step_s, 3), fixed(x.peak_bytes / kGiB, 2),
-           std::to_string(x.peak_stage), fixed(x.tokens_per_sec_per_device, 0), fixed(100 * x.mfu, 1) + "%",
-           row_flags(x, top, rep.result.budget, rep.tight_fraction)});
+// Which of strategy_dims' dimensions the tables give a column: dp, tp, pp, mbs and m always, and
+// every other one whose value differs between the rows (all of them with --wide). A dimension
+// with one value on every row is said once above the tables, unless that value is neutral.
+struct DimColumns {
+  std::vector<std::size_t> shown;
+  std::string common;  // "cp=2, cp_algo=ring, ep=8"
+};
+
+// A column's heading: the strategy string's key, shortened where the key is much wider than its values.
+std::string column_label(const std::string& key) {
+  if (key == "shard_group") return "G";
+  if (key == "recompute_layers") return "n_rc";
+  return key;
+}
+
+bool core_dim(const std::string& key) {
+  return key == "dp" || key == "tp" || key == "pp" || key == "mbs" || key == "m";
+}
+
+// A table cell: the value, or "-" where it is neutral (beyond the core dimensions, without --wide).
+std::string cell_of(const StrategyDim& d, bool wide) { return d.neutral && !wide && !core_dim(d.key) ? "-" : d.value; }
+
+DimColumns dim_columns(const SearchResult& r, bool wide) {
+  std::vector<std::vector<StrategyDim>> rows;
+  for (const auto& x : r.front) rows.push_back(strategy_dims(x.strategy));
+  for (const auto& x : r.top) rows.push_back(strategy_dims(x.strategy));
+  DimColumns c;
+  const std::vector<StrategyDim> names = strategy_dims(Strategy{});
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const std::string key = names[k].key;
+    if (key == "cp_u" && !wide) continue;  // in the cp_algo cell ("hybrid:2")
+    bool varies = false, neutral = true;
+    for (const auto& dims : rows) {
+      varies = varies || cell_of(dims[k], wide) != cell_of(rows.front()[k], wide);
+      neutral = neutral && dims[k].neutral;
+    }
+    if (wide || core_dim(key) || varies) {
+      c.shown.push_back(k);
+    } else if (!rows.empty() && !neutral) {
+      c.common += (c.common.empty() ? "" : ", ") + key + "=" + rows.front()[k].value;
+    }
   }
-  t.print(out, "  ");
+  return c;
+}
+
+void write_records(const std::vector<ScoredStrategy>& xs, bool top, const DimColumns& cols, const SearchReport& rep,
+                   std::ostream& out) {
+  TextTable t(0);
+  std::vector<std::string> head;
+  const std::vector<StrategyDim> names = strategy_dims(Strategy{});
+  for (std::size_t k : cols.shown) head.emplace_back(column_label(names[k].key));
+  for (const char* h : {"step s", "peak GiB", "stage", "tok/s/dev", "MFU", ""}) {
+    if (rep.wide || std::string(h) != "stage") head.emplace_back(h);  // the peak's stage: --wide
+  }
+  t.row(head);
+  for (const auto& x : xs) {
+    const std::vector<StrategyDim> dims = strategy_dims(x.strategy);
+    std::vector<std::string> cells;
+    for (std::size_t k : cols.shown) {
+      std::string cell = cell_of(dims[k], rep.wide);
+      if (!rep.wide && std::string(dims[k].key) == "cp_algo" && x.strategy.cp_algo == CpAlgo::hybrid) {
+        cell += ":" + std::to_string(x.strategy.cp_u);  // the Ulysses degree of the hybrid
+      }
+      cells.push_back(std::move(cell));
+    }
+    cells.push_back(fixed(x.step_s, 3));
+    cells.push_back(fixed(x.peak_bytes / kGiB, 2));
+    if (rep.wide) cells.push_back(std::to_string(x.peak_stage));
+    cells.push_back(fixed(x.tokens_per_sec_per_device, 0));
+    cells.push_back(fixed(100 * x.mfu, 1) + "%");
+    cells.push_back(row_flags(x, top, rep.result.budget, rep.tight_fraction));
+    t.row(std::move(cells));
+  }
+  t.print(out);  // no indent: the dimension columns need the width
 }
 
 // The inputs the result answers, echoed so that a stored result says what it is of.
@@ -118,10 +183,12 @@ void write_search_table(const SearchReport& rep, std::ostream& out) {
       << printable(rep.cluster.device.name) << ", seq " << rep.run.seq << ", global batch " << rep.run.global_batch
       << "; budget " << fixed(r.budget / kGiB, 2) << " GiB per device\n";
   if (r.interrupted) out << "INTERRUPTED: the results below cover only the part of the space searched\n";
+  const DimColumns cols = dim_columns(r, rep.wide);
+  if (!cols.common.empty()) out << "every strategy below has " << cols.common << "\n";
   out << "\nPareto front (" << r.front.size() << "), fastest first:\n";
-  write_records(r.front, false, rep, out);
+  write_records(r.front, false, cols, rep, out);
   out << "\ntop " << r.top.size() << " fastest fitting:\n";
-  write_records(r.top, true, rep, out);
+  write_records(r.top, true, cols, rep, out);
   out << "\nenumerated " << with_commas(r.enumerated) << ", valid " << with_commas(r.valid) << ", fitting "
       << with_commas(r.fitting) << ", on the front " << r.front.size();
   if (rep.timings) out << "; " << fixed(r.seconds, 2) << " s";
@@ -133,11 +200,22 @@ void write_search_table(const SearchReport& rep, std::ostream& out) {
   std::sort(rules.begin(), rules.end(), [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   });
-  out << "rejected by:";
-  for (const auto& [n, i] : rules) out << "  " << slot_name(i) << " " << with_commas(n);
-  out << '\n';
+  // Wrapped to 120 columns, as the tables are.
+  std::string line = "rejected by:";
+  for (const auto& [n, i] : rules) {
+    const std::string item = slot_name(i) + " " + with_commas(n);
+    if (line.size() + 2 + item.size() > 120) {
+      out << line << '\n';
+      line = "            ";
+    }
+    line += "  " + item;
+  }
+  out << line << '\n';
   const bool any_tight = std::any_of(r.front.begin(), r.front.end(),
                                      [&](const ScoredStrategy& x) { return tight(x, r.budget, rep.tight_fraction); });
+  if (std::any_of(r.top.begin(), r.top.end(), [](const ScoredStrategy& x) { return x.dominated; })) {
+    out << "dom: not on the front (a row above is as fast with less memory)\n";
+  }
   if (any_tight) {
     out << "tight: within " << fixed(100 * rep.tight_fraction, 0)
         << "% of the budget, the memory estimate's typical error; keep a --headroom there or pick a row with room\n";

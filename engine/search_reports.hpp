@@ -31,6 +31,7 @@ struct SearchReport {
   double headroom_bytes = 0;
   double tight_fraction = kTightFraction;
   bool timings = false;  // the seconds taken (which differ run to run) in stdout's output
+  bool wide = false;     // a table column for every dimension, not only those that vary
 };
 inline constexpr int kSearchSchemaVersion = 2;
 

@@ -278,19 +278,45 @@ void write_strategy_json(JsonWriter& j, const Strategy& s) {
   j.end_object();
 }
 
+std::vector<StrategyDim> strategy_dims(const Strategy& s) {
+  const Schedule implied = s.pp == 1 ? Schedule::none : s.vpp >= 2 ? Schedule::interleaved_1f1b : Schedule::one_f_one_b;
+  const std::int64_t implied_vpp = s.schedule == Schedule::dualpipev ? 2 : 1;
+  auto num = [](std::int64_t v) { return std::to_string(v); };
+  std::vector<StrategyDim> d = {
+      {"dp", num(s.dp), false},
+      {"tp", num(s.tp), false},
+      {"sp", s.sp ? "true" : "false", !s.sp},
+      {"pp", num(s.pp), false},
+      {"vpp", num(s.vpp), s.vpp == implied_vpp},
+      {"schedule", s.schedule == Schedule::none ? "none" : to_string(s.schedule), s.schedule == implied},
+      {"cp", num(s.cp), s.cp == 1},
+      {"cp_algo", s.cp_algo == CpAlgo::none ? "none" : to_string(s.cp_algo), s.cp_algo == CpAlgo::none},
+      // parse_strategy derives a hybrid's Ulysses degree without the search's policies: always written.
+      {"cp_u", num(s.cp_u), s.cp_algo != CpAlgo::hybrid},
+      {"ep", num(s.ep), s.ep == 1},
+      {"etp", num(s.etp), s.etp == 1},
+      {"zero", num(s.zero), s.zero == 0},
+      {"shard_group", num(s.shard_group), s.zero == 0 || s.shard_group == s.dp * s.cp},
+      {"recompute", to_string(s.recompute), s.recompute == Recompute::none},
+      {"recompute_layers", num(s.recompute_layers), s.recompute != Recompute::full || s.recompute_layers == 0},
+      {"mbs", num(s.micro_batch), false},
+      {"m", num(s.num_microbatches), false},
+  };
+  return d;
+}
+
 std::string strategy_to_string(const Strategy& s) {
-  std::ostringstream o;
-  o << "dp=" << s.dp << ",tp=" << s.tp << ",sp=" << (s.sp ? "true" : "false") << ",pp=" << s.pp << ",vpp=" << s.vpp;
-  if (s.schedule != Schedule::none) o << ",schedule=" << to_string(s.schedule);
-  o << ",cp=" << s.cp;
-  if (s.cp_algo != CpAlgo::none) o << ",cp_algo=" << to_string(s.cp_algo);
-  if (s.cp_algo == CpAlgo::hybrid) o << ",cp_u=" << s.cp_u;
-  o << ",ep=" << s.ep << ",etp=" << s.etp << ",zero=" << s.zero;
-  if (s.zero >= 1) o << ",shard_group=" << s.shard_group;
-  o << ",recompute=" << to_string(s.recompute);
-  if (s.recompute == Recompute::full && s.recompute_layers > 0) o << ",recompute_layers=" << s.recompute_layers;
-  o << ",mbs=" << s.micro_batch << ",m=" << s.num_microbatches;
-  return o.str();
+  std::string out;
+  for (const StrategyDim& d : strategy_dims(s)) {
+    if (!d.neutral) out += (out.empty() ? "" : ",") + std::string(d.key) + "=" + d.value;
+  }
+  return out;
+}
+
+std::string full_strategy_string(const Strategy& s) {
+  std::string out;
+  for (const StrategyDim& d : strategy_dims(s)) out += (out.empty() ? "" : ",") + std::string(d.key) + "=" + d.value;
+  return out;
 }
 
 }  // namespace meshfit

@@ -22,7 +22,19 @@ Strategy parse_strategy(const std::string& text, const Model& model, const Run& 
 
 // The strategy object of cli.md, in its key order (null where a value does not apply).
 void write_strategy_json(JsonWriter& j, const Strategy& s);
-// The canonical strategy string (every key, cli.md's order), parseable by parse_strategy.
+// A strategy's dimensions in cli.md's key order, each with its value as the strategy string
+// writes it and whether it is neutral: the value parse_strategy gives the key when it is left out
+// (ep=1 on a dense model, vpp=1, the schedule the chunks imply, zero=0, the default shard group).
+struct StrategyDim {
+  const char* key;
+  std::string value;
+  bool neutral;
+};
+std::vector<StrategyDim> strategy_dims(const Strategy& s);
+// The strategy string without its neutral values ("dp=8,tp=8,pp=2,mbs=1,m=32"): parse_strategy
+// reads it back to the same strategy. dp, tp, pp, mbs and m are always written.
 std::string strategy_to_string(const Strategy& s);
+// Every key, neutral or not (--wide).
+std::string full_strategy_string(const Strategy& s);
 
 }  // namespace meshfit

@@ -3,6 +3,7 @@
 // units), the HTML report (inputs, the front, the chart, one memory bar row per stage of the
 // fastest strategy), and --export-best.
 #include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
@@ -90,4 +91,43 @@ TEST_CASE("search --export-best: the fastest strategy in the trainer's format") 
   CHECK(ds.code == 2);
   CHECK(ds.err.find("deepspeed cannot express this strategy") != std::string::npos);
   CHECK(ds.out.find("Pareto front") != std::string::npos);  // the search's results are still written
+}
+
+TEST_CASE("strategy strings leave neutral values out and read back to the same strategy") {
+  // Spaces with dense and MoE layers, every CP algorithm (hybrid's degree included), DualPipeV and
+  // interleaving, SP off with tp > 1, and ZeRO shard groups below dp·cp.
+  const std::vector<std::vector<std::string>> searches = {
+      {"--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8", "--seq", "4096", "--global-batch", "64",
+       "--top", "40"},
+      {"--model", "mixtral-8x7b", "--device", "h100-80gb", "--devices", "64", "--seq", "8192", "--global-batch", "256",
+       "--schedule", "1f1b,interleaved_1f1b,dualpipev", "--cp-algo", "ring,ulysses,hybrid", "--policies",
+       "sp_with_tp=off,tp_in_node=off", "--top", "60"},
+  };
+  int rows = 0;
+  for (const auto& space : searches) {
+    std::vector<std::string> args = {"search"};
+    args.insert(args.end(), space.begin(), space.end());
+    args.insert(args.end(), {"--format", "json"});
+    const auto r = run(args);
+    REQUIRE(r.code == 0);
+    const YAML::Node doc = YAML::Load(r.out);
+    for (const char* set : {"front", "top"}) {
+      for (const auto& row : doc[set]) {
+        const std::string text = row["strategy_string"].as<std::string>();
+        // Neutral values are not written.
+        for (const char* neutral : {"ep=1,", "etp=1,", "vpp=1,", "zero=0", "sp=false", "recompute=none", "cp=1,"}) {
+          CHECK_MESSAGE(text.find(neutral) == std::string::npos, text);
+        }
+        std::vector<std::string> est = {"estimate"};
+        est.insert(est.end(), space.begin(), space.begin() + 10);  // model, device, devices, seq, global batch
+        est.insert(est.end(), {"--strategy", text, "--format", "json"});
+        const auto e = run(est);
+        const std::string why = text + ": " + e.err;
+        REQUIRE_MESSAGE(e.code <= 1, why);
+        CHECK_MESSAGE(YAML::Dump(YAML::Load(e.out)["strategy"]) == YAML::Dump(row["strategy"]), text);
+        ++rows;
+      }
+    }
+  }
+  CHECK(rows > 100);
 }
