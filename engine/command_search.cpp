@@ -56,10 +56,10 @@ struct SearchFlags {
   ClusterFlags cluster;
   RunFlags run;
   PinFlags pins;
-  std::string plot_file, report_file, export_best, export_out, search_file, prune_off;
+  std::string plot_file, report_file, export_best, export_out, search_file, prune_off, target;
   std::int64_t top = 10, threads = 0;
   std::string tight_margin = "6%";
-  bool no_prune = false, dedupe_ties = false, verify = false, timings = false, wide = false;
+  bool no_prune = false, dedupe_ties = false, verify = false, timings = false, wide = false, quiet = false;
 };
 
 po::options_description search_description(SearchFlags& f) {
@@ -95,6 +95,12 @@ po::options_description search_description(SearchFlags& f) {
       "export-out", po::value(&f.export_out),
       "write --export-best's output to FILE (default: after the results; "
       "with --format json, as its \"export\" field)");
+  desc.add_options()("target", po::value(&f.target),
+                     "keep only strategies this trainer can run: megatron, torchtitan or deepspeed (also implied "
+                     "by --export-best and by a --framework given)")(
+      "wide", po::bool_switch(&f.wide),
+      "a table column for every dimension and the peak's stage (default: the dimensions that vary)")(
+      "quiet,q", po::bool_switch(&f.quiet), "no progress line and no notes on stderr (errors still)");
   add_run_options(desc, f.run);
   desc.add_options()("format", po::value(&f.common.format)->default_value("table"), "table, json or csv")(
       "help,h", po::bool_switch(&f.common.help), "show this help");
@@ -114,6 +120,40 @@ double tight_fraction(const SearchFlags& f) {
         "expected a share of the budget from 0% to below 100% (6%, or 0.06), got " + quoted_text(f.tight_margin));
   }
   return fraction;
+}
+
+// The trainer the strategies must run on: --target, else --export-best's trainer, else a
+// --framework the user gave. The trainer_target policy (search/trainer_targets.hpp) then keeps
+// only what it can run; DeepSpeed has no selective recompute, so its space leaves that mode out.
+void apply_target(const SearchFlags& f, const po::variables_map& vm, Run& run, SearchSpace& space) {
+  auto trainer = [](const std::string& name) -> std::optional<Framework> {
+    if (name == "megatron") return Framework::megatron;
+    if (name == "torchtitan") return Framework::torchtitan;
+    if (name == "deepspeed") return Framework::deepspeed;
+    return std::nullopt;
+  };
+  std::optional<Framework> target;
+  if (!f.target.empty()) {
+    target = trainer(f.target);
+    if (!target) {
+      throw InputError("command line", "--target",
+                       "expected megatron, torchtitan or deepspeed, got " + quoted_text(f.target));
+    }
+  }
+  if (const auto exported = trainer(f.export_best)) {
+    if (target && *target != *exported) {
+      throw UsageError("meshfit search: --target " + f.target + " and --export-best " + f.export_best +
+                       " name different trainers");
+    }
+    target = exported;
+  }
+  if (!target && vm.count("framework") && !vm["framework"].defaulted()) target = run.profile.framework;
+  if (!target) return;
+  run.target = target;
+  space.policies.on[static_cast<std::size_t>(Policy::trainer_target)] = true;
+  if (*target == Framework::deepspeed && space.pins.recompute.empty()) {
+    space.pins.recompute = {Recompute::none, Recompute::full};
+  }
 }
 
 // The search file's pins, policies, headroom and top, under the flags given (flags win).
@@ -142,7 +182,7 @@ SearchOptions search_options(const SearchFlags& f, const Cluster& cluster) {
   options.stop = &InterruptScope::requested();
   options.collect_cloud = !f.plot_file.empty() || !f.report_file.empty();
   // A progress line on a terminal only, once the search runs longer than about a second.
-  if (isatty(STDERR_FILENO) != 0) {
+  if (isatty(STDERR_FILENO) != 0 && !f.quiet) {
     const auto started = std::chrono::steady_clock::now();
     auto progress_mutex = std::make_shared<std::mutex>();
     options.progress = [started, progress_mutex](std::size_t done, std::size_t total) {
@@ -275,7 +315,7 @@ int search_one(const SearchFlags& f, OutputFormat format, std::optional<TrainerF
     if (exported && f.export_out.empty())
       out << "\n" << f.export_best << " configuration of the fastest:\n" << exported->text;
   }
-  if (exported) {
+  if (exported && !f.quiet) {
     for (const auto& n : exported->notes) err << "meshfit search: note: " << n << '\n';
   }
   if (!export_error.empty()) {
@@ -333,6 +373,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   space.cluster = &cluster;
   if (file) apply_search_file(*file, vm, f, space);
   apply_pin_flags(f.pins, space.pins, space.policies);
+  apply_target(f, vm, run, space);
   if (counts.size() == 1) {
     try {
       space.check_pins();

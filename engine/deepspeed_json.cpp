@@ -1,10 +1,12 @@
 // DeepSpeed's config JSON for a strategy (deepspeed.ai/docs/config-json: train_batch_size,
 // train_micro_batch_size_per_gpu, gradient_accumulation_steps, zero_optimization.stage and
-// mics_shard_size). DeepSpeed's JSON holds data parallelism and ZeRO only: tensor, pipeline,
-// sequence and expert degrees are set in model code, so a strategy using them is an error here.
+// mics_shard_size, bf16/fp16, tensor_parallel.autotp_size, sequence_parallel_size). Pipeline and
+// expert degrees are set in model code, so a strategy using them is an error here
+// (search/trainer_targets.cpp says what DeepSpeed can run).
 #include <sstream>
 
 #include "engine/trainer_export.hpp"
+#include "search/trainer_targets.hpp"
 
 namespace meshfit {
 
@@ -16,33 +18,27 @@ namespace {
 
 }  // namespace
 
-TrainerConfig deepspeed_json(const Model&, const Run& run, const Strategy& s) {
-  if (s.tp > 1)
-    cannot("its config JSON has no tensor-parallel degree (tp=" + std::to_string(s.tp) +
-           "; set it in Megatron-DeepSpeed)");
-  if (s.pp > 1)
-    cannot("its config JSON has no pipeline degree (pp=" + std::to_string(s.pp) + "; PipelineModule sets it in code)");
-  if (s.cp > 1) cannot("its config JSON has no context/sequence-parallel degree (cp=" + std::to_string(s.cp) + ")");
-  if (s.ep > 1)
-    cannot("its config JSON has no expert-parallel degree (ep=" + std::to_string(s.ep) +
-           "; the MoE layer's ep_size sets it)");
-  if (s.recompute == Recompute::selective) cannot("it has no selective activation recompute (recompute=selective)");
-  const std::int64_t replicas = s.zero >= 1 ? s.dp / s.shard_group : 1;
-  if (replicas > 1 && s.zero != 3) {
-    cannot("a ZeRO-" + std::to_string(s.zero) + " shard group of " + std::to_string(s.shard_group) +
-           " smaller than dp=" + std::to_string(s.dp) +
-           " has no setting (MiCS, its hierarchical sharding, needs stage 3)");
-  }
+TrainerConfig deepspeed_json(const Model& m, const Run& run, const Strategy& s) {
+  if (const auto why = trainer_refusal(Framework::deepspeed, m, run, s)) cannot(*why);
+  const std::int64_t replicas = s.zero >= 1 ? s.dp * s.cp / s.shard_group : 1;
   std::ostringstream out;
   // DeepSpeed checks train_batch_size = micro batch x accumulation steps x data-parallel ranks.
   out << "{\n";
   out << "  \"train_batch_size\": " << run.global_batch << ",\n";
   out << "  \"train_micro_batch_size_per_gpu\": " << s.micro_batch << ",\n";
   out << "  \"gradient_accumulation_steps\": " << s.num_microbatches << ",\n";
+  // Without a bf16 or fp16 block DeepSpeed trains in fp32.
+  const std::string half = half_precision(run);
+  if (!half.empty()) out << "  \"" << half << "\": {\n    \"enabled\": true\n  },\n";
+  if (s.tp > 1) out << "  \"tensor_parallel\": {\n    \"autotp_size\": " << s.tp << "\n  },\n";
+  if (s.cp > 1) out << "  \"sequence_parallel_size\": " << s.cp << ",\n";
   out << "  \"zero_optimization\": {\n";
   out << "    \"stage\": " << s.zero;
   if (replicas > 1) out << ",\n    \"mics_shard_size\": " << s.shard_group;
-  out << "\n  }\n}\n";
+  out << "\n  },\n";
+  // DeepSpeed reads only the keys it knows: this one says what the file was written for.
+  out << "  \"meshfit_target\": \"" << kDeepSpeedVersion << " config keys; sequence length " << run.seq
+      << " is set in the model and data code\"\n}\n";
   TrainerConfig r;
   r.text = out.str();
   if (s.recompute == Recompute::full) {

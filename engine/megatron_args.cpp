@@ -1,7 +1,7 @@
 // Megatron-LM launch arguments for a strategy (megatron/training/arguments.py's flag names:
 // --tensor-model-parallel-size, --pipeline-model-parallel-size,
 // --num-layers-per-virtual-pipeline-stage, --context-parallel-size, --cp-comm-type,
-// --hierarchical-context-parallel-sizes, --expert-model-parallel-size,
+// --pipeline-model-parallel-layout, --hierarchical-context-parallel-sizes, --expert-model-parallel-size,
 // --expert-tensor-parallel-size, --sequence-parallel, --use-distributed-optimizer,
 // --num-distributed-optimizer-instances, --use-megatron-fsdp with
 // --data-parallel-sharding-strategy, --recompute-granularity/-method/-num-layers,
@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "engine/trainer_export.hpp"
+#include "estimators/pipeline_layout.hpp"
+#include "search/trainer_targets.hpp"
 
 namespace meshfit {
 
@@ -17,37 +19,55 @@ namespace {
 
 std::string layer_split_error(const std::string& why) { return "megatron cannot express this strategy: " + why; }
 
+// --pipeline-model-parallel-layout (megatron/core/transformer/pipeline_parallel_layer_layout.py):
+// one segment per virtual stage in virtual-stage order (u = chunk·pp + rank, as meshfit's layout),
+// separated by '|': 'E' the embedding, 't' a decoder layer ("t*3" for three), 'm' an MTP depth,
+// 'L' the loss. DeepSeek-V3 on pp 16 x vpp 2 is Megatron's own example ("Et*3|(tt|)*29,m|L").
+std::string pipeline_layout_flag(const Model& m, const PipelineLayout& layout) {
+  std::string out;
+  const std::size_t nv = layout.vstages.size();
+  for (std::size_t u = 0; u < nv; ++u) {
+    if (u > 0) out += '|';
+    if (u == 0) out += 'E';
+    const std::int64_t n = layout.vstages[u].layers;
+    if (n == 1) out += 't';
+    if (n > 1) out += "t*" + std::to_string(n);
+    if (u + 1 == nv) out += std::string(static_cast<std::size_t>(m.mtp_depths), 'm') + "L";
+  }
+  return out;
+}
+
 }  // namespace
 
 TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
+  if (const auto why = trainer_refusal(Framework::megatron, m, run, s)) throw ExportError(layer_split_error(*why));
   const RunOptions& o = run.options;
   std::vector<std::string> a;
   auto flag = [&](const std::string& name, std::int64_t value) { a.push_back(name + " " + std::to_string(value)); };
   flag("--tensor-model-parallel-size", s.tp);
   if (s.sp && s.tp > 1) a.push_back("--sequence-parallel");
   flag("--pipeline-model-parallel-size", s.pp);
-  switch (s.schedule) {
-    case Schedule::gpipe: throw ExportError(layer_split_error("Megatron-LM has no GPipe schedule (pp_schedule=gpipe)"));
-    case Schedule::zb_h1: throw ExportError(layer_split_error("Megatron-LM has no ZB-H1 schedule (pp_schedule=zb_h1)"));
-    case Schedule::dualpipev:
-      throw ExportError(layer_split_error("Megatron-LM has no DualPipeV schedule (pp_schedule=dualpipev)"));
-    default: break;
-  }
-  if (!o.layers_per_vstage.empty()) {
-    throw ExportError(layer_split_error("a per-virtual-stage layer list (layers_per_vstage) has no Megatron flag"));
-  }
-  if (o.layers_first_stage > 0) flag("--decoder-first-pipeline-num-layers", o.layers_first_stage);
-  if (o.layers_last_stage > 0) flag("--decoder-last-pipeline-num-layers", o.layers_last_stage);
-  if (o.account_embedding) a.push_back("--account-for-embedding-in-pipeline-split");
-  if (o.account_loss) a.push_back("--account-for-loss-in-pipeline-split");
-  if (s.pp > 1 && s.vpp > 1) {
-    const std::int64_t slots = m.layers + (o.account_embedding ? 1 : 0) + (o.account_loss ? 1 : 0);
-    const bool even = o.layers_first_stage == 0 && o.layers_last_stage == 0 && slots % (s.pp * s.vpp) == 0 &&
-                      !o.account_embedding && !o.account_loss;
-    if (even) {
-      flag("--num-layers-per-virtual-pipeline-stage", m.layers / (s.pp * s.vpp));
-    } else {
-      flag("--num-virtual-stages-per-pipeline-rank", s.vpp);
+  // Megatron splits the layers evenly over pp·vpp virtual stages (first/last-stage counts aside);
+  // any other split meshfit estimated — an uneven one, or a per-virtual-stage list — is exported
+  // as the layout itself.
+  const bool uneven = s.pp > 1 && (m.layers % (s.pp * s.vpp) != 0 || !o.layers_per_vstage.empty()) &&
+                      o.layers_first_stage == 0 && o.layers_last_stage == 0;
+  if (uneven) {
+    a.push_back("--pipeline-model-parallel-layout \"" + pipeline_layout_flag(m, make_layout(m, run, s)) + "\"");
+  } else {
+    if (o.layers_first_stage > 0) flag("--decoder-first-pipeline-num-layers", o.layers_first_stage);
+    if (o.layers_last_stage > 0) flag("--decoder-last-pipeline-num-layers", o.layers_last_stage);
+    if (o.account_embedding) a.push_back("--account-for-embedding-in-pipeline-split");
+    if (o.account_loss) a.push_back("--account-for-loss-in-pipeline-split");
+    if (s.pp > 1 && s.vpp > 1) {
+      const std::int64_t slots = m.layers + (o.account_embedding ? 1 : 0) + (o.account_loss ? 1 : 0);
+      const bool even = o.layers_first_stage == 0 && o.layers_last_stage == 0 && slots % (s.pp * s.vpp) == 0 &&
+                        !o.account_embedding && !o.account_loss;
+      if (even) {
+        flag("--num-layers-per-virtual-pipeline-stage", m.layers / (s.pp * s.vpp));
+      } else {
+        flag("--num-virtual-stages-per-pipeline-rank", s.vpp);
+      }
     }
   }
   if (s.cp > 1) {
@@ -75,12 +95,7 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
       a.push_back("--use-distributed-optimizer");
       if (replicas > 1) flag("--num-distributed-optimizer-instances", replicas);
       break;
-    default:
-      if (replicas > 1) {
-        throw ExportError(layer_split_error("Megatron FSDP shards over the whole data-parallel group; a ZeRO-" +
-                                            std::to_string(s.zero) + " shard group of " +
-                                            std::to_string(s.shard_group) + " (HSDP) has no flag"));
-      }
+    default:  // one shard group over dp·cp and pp = 1: trainer_refusal
       a.push_back("--use-megatron-fsdp");
       a.push_back(std::string("--data-parallel-sharding-strategy ") +
                   (s.zero == 2 ? "optim_grads" : "optim_grads_params"));
@@ -94,20 +109,20 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
       flag("--recompute-num-layers", 1);
     } else {
       // Megatron recomputes the first n layers of every model chunk (block method), the layout
-      // of memory-model.md §5.4 only when n_rc spreads evenly over the chunks.
-      if (s.recompute_layers % s.vpp != 0) {
-        throw ExportError(layer_split_error("recompute_layers=" + std::to_string(s.recompute_layers) +
-                                            " does not divide over vpp=" + std::to_string(s.vpp) +
-                                            " chunks (Megatron recomputes the same count in each chunk)"));
-      }
+      // of memory-model.md §5.4 when n_rc spreads evenly over the chunks (trainer_refusal).
       a.push_back("--recompute-method block");
       flag("--recompute-num-layers", s.recompute_layers / s.vpp);
     }
   }
   flag("--micro-batch-size", s.micro_batch);
   flag("--global-batch-size", run.global_batch);
+  flag("--seq-length", run.seq);
+  if (const std::string half = half_precision(run); !half.empty()) a.push_back("--" + half);
+  // Transformer Engine's FP8 linears: E4M3 forward, E5M2 gradients (the "hybrid" format).
+  if (run.options.fp8_linears) a.push_back("--fp8-format hybrid");
 
   std::ostringstream out;
+  out << "# " << kMegatronVersion << " arguments (megatron/training/arguments.py)\n";
   for (std::size_t i = 0; i < a.size(); ++i) out << a[i] << (i + 1 < a.size() ? " \\\n" : "\n");
   TrainerConfig r;
   r.text = out.str();

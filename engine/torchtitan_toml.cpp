@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/trainer_export.hpp"
+#include "search/trainer_targets.hpp"
 
 namespace meshfit {
 
@@ -21,19 +22,17 @@ namespace {
 }  // namespace
 
 TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s) {
-  if (s.tp > 1 && !s.sp)
-    cannot("its tensor-parallel plan always shards norms along the sequence (sp=true is required with tp > 1)");
-  // torchtitan applies FSDP over the CP ranks whenever cp > 1, and has no ZeRO-1/2 (FSDP2 is ZeRO-3).
-  if (s.zero == 1 || s.zero == 2)
-    cannot("it shards with FSDP2 (zero_stage=3) or replicates (zero_stage=0); zero_stage=" + std::to_string(s.zero) +
-           " has no setting");
-  if (s.zero == 0 && s.cp > 1) cannot("with cp > 1 it shards parameters over the CP ranks (FSDP); use zero_stage=3");
+  if (const auto why = trainer_refusal(Framework::torchtitan, m, run, s)) cannot(*why);
   std::ostringstream out;
+  out << "# " << kTorchtitanVersion
+      << " job config keys (torchtitan/config/job_config.py, the TOML config before #2386)\n";
   out << "[parallelism]\n";
-  const std::int64_t shard = s.zero == 3 ? s.shard_group / s.cp : 1;
+  const std::int64_t shard = s.zero >= 2 ? s.shard_group / s.cp : 1;
   out << "data_parallel_replicate_degree = " << s.dp / shard << '\n';
   out << "data_parallel_shard_degree = " << shard << '\n';
-  if (s.zero == 3) {
+  if (s.zero == 2) {
+    out << "fsdp_reshard_after_forward = \"never\"\n";  // parameters kept after the forward: ZeRO-2
+  } else if (s.zero == 3) {
     const char* reshard = run.profile.reshard_after_forward == ReshardAfterForward::on    ? "always"
                           : run.profile.reshard_after_forward == ReshardAfterForward::off ? "never"
                                                                                           : "default";
@@ -58,19 +57,12 @@ TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s)
     const RunOptions& o = run.options;
     const std::int64_t slots = m.layers + (o.account_embedding ? 1 : 0) + (o.account_loss ? 1 : 0);
     const std::int64_t nv = s.pp * s.vpp, per_stage = (slots + nv - 1) / nv;
-    if ((slots + per_stage - 1) / per_stage != nv || !o.layers_per_vstage.empty() || o.layers_first_stage > 0 ||
-        o.layers_last_stage > 0) {
-      cannot(std::to_string(slots) + " layer slots cannot make exactly pp*vpp = " + std::to_string(nv) +
-             " virtual stages of pipeline_parallel_layers_per_stage layers");
-    }
     out << "pipeline_parallel_layers_per_stage = " << per_stage << '\n';
     out << "pipeline_parallel_first_stage_less_layers = " << (o.account_embedding ? 1 : 0) << '\n';
     out << "pipeline_parallel_last_stage_less_layers = " << (o.account_loss ? 1 : 0) << '\n';
   }
   out << "context_parallel_degree = " << s.cp << '\n';
   if (s.cp > 1) {
-    if (s.cp_algo == CpAlgo::ulysses || s.cp_algo == CpAlgo::hybrid)
-      cannot(std::string("it has no Ulysses context parallelism (cp_algo=") + to_string(s.cp_algo) + ")");
     // Ring attention passes KV shards between neighbours ("alltoall" rotation) or gathers them.
     out << "context_parallel_rotate_method = \"" << (s.cp_algo == CpAlgo::allgather ? "allgather" : "alltoall")
         << "\"\n";
@@ -83,17 +75,22 @@ TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s)
   switch (s.recompute) {
     case Recompute::none: out << "mode = \"none\"\n"; break;
     case Recompute::selective: out << "mode = \"selective\"\nselective_ac_option = \"op\"\n"; break;
-    case Recompute::full:
-      if (s.recompute_layers != 0)
-        cannot("it recomputes every layer or none (recompute_layers=" + std::to_string(s.recompute_layers) + ")");
-      out << "mode = \"full\"\n";
-      break;
+    case Recompute::full: out << "mode = \"full\"\n"; break;
   }
   // Without PP each gradient-accumulation step runs local_batch_size sequences; with PP the
   // local batch is one step's sequences, cut into pipeline micro-batches.
   out << "\n[training]\n";
   out << "local_batch_size = " << (s.pp > 1 ? s.micro_batch * s.num_microbatches : s.micro_batch) << '\n';
   out << "global_batch_size = " << run.global_batch << '\n';
+  // Without it torchtitan trains at its default of 2048 tokens.
+  out << "seq_len = " << run.seq << '\n';
+  // FSDP2's parameter dtype under mixed precision; fp32 training keeps float32.
+  const std::string half = half_precision(run);
+  out << "mixed_precision_param = \""
+      << (half == "fp16"   ? "float16"
+          : half == "bf16" ? "bfloat16"
+                           : "float32")
+      << "\"\n";
   TrainerConfig r;
   r.text = out.str();
   return r;

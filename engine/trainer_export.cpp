@@ -22,6 +22,13 @@ const char* trainer_format_extension(TrainerFormat f) {
   return "txt";
 }
 
+std::string half_precision(const Run& run) {
+  const std::string& preset = run.precision.preset;
+  if (preset.find("fp16") != std::string::npos) return "fp16";
+  if (preset.find("bf16") != std::string::npos) return "bf16";
+  return run.precision.beta_P <= 2 ? "bf16" : "";  // a preset of the user's own: its parameter bytes say
+}
+
 TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, const Strategy& s) {
   // No trainer takes a fully-recomputed-layer count per virtual stage: exporting the plain mode
   // would recompute other layers than the ones estimated.

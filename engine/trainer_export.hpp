@@ -39,6 +39,16 @@ TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, c
 // "meshfit_interrupted" field, which DeepSpeed's config reader leaves alone.
 std::string mark_interrupted(TrainerFormat f, const std::string& text);
 
+// The half-precision type the run trains in, as its precision preset names it: "bf16", "fp16",
+// or "" for fp32 (every export says it: a trainer left without one trains in fp32).
+std::string half_precision(const Run& run);
+
+// The trainer version whose option names an export uses (tests/data/trainer-options/ lists them,
+// read from that version's source).
+inline constexpr const char* kMegatronVersion = "Megatron-LM main of 2026-08 (d98e8a6)";
+inline constexpr const char* kTorchtitanVersion = "torchtitan 0.2.2";
+inline constexpr const char* kDeepSpeedVersion = "DeepSpeed 0.16.5";
+
 // One per trainer, each in its own file (megatron_args.cpp, torchtitan_toml.cpp, ...).
 TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s);
 TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s);

@@ -166,6 +166,8 @@ struct RunOptions {
 };
 
 struct Run {
+  // The trainer the strategy must run on (the search's trainer_target policy), when one is named.
+  std::optional<Framework> target;
   std::int64_t seq = 0;           // s
   std::int64_t global_batch = 0;  // gb, sequences per optimizer step
   std::int64_t micro_batch = 0;   // b; 0 = free (the search chooses)

@@ -14,10 +14,11 @@ done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}" >&2
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-  $SUDO apt-get update
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y "${missing[@]}"
+  # apt's progress goes to stderr, so that stdout carries only what the caller runs after.
+  $SUDO apt-get update >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y "${missing[@]}" >&2
 fi
 
 build_dir="${BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build "$build_dir" -j 2
+cmake --build "$build_dir" -j 2 >&2

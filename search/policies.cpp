@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "search/trainer_targets.hpp"
+
 namespace meshfit {
 
 namespace {
@@ -10,8 +12,8 @@ bool power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 const char* const kNames[] = {"tp_in_node",           "tpcp_in_node",  "ep_in_node",      "powers_of_two",
                               "sp_with_tp",           "even_split",    "m_ge_pp",         "kv_heads_divisible",
                               "ulysses_kv_divisible", "cp_min_tokens", "hsdp_candidates", "full_recompute_all",
-                              "megatron_target"};
-const char* const kIds[] = {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13"};
+                              "megatron_target",      "trainer_target"};
+const char* const kIds[] = {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"};
 }  // namespace
 
 const char* policy_name(Policy p) { return kNames[static_cast<std::size_t>(p)]; }
@@ -39,6 +41,7 @@ std::uint32_t policy_reads(Policy p) {
     case Policy::hsdp_candidates: return kZero | kShardGroup;
     case Policy::full_recompute_all: return kRecompute;
     case Policy::megatron_target: return kZero | kPp | kEp;
+    case Policy::trainer_target: return kTp | kSp | kCp | kCpAlgo | kPp | kVpp | kSchedule | kEp | kZero | kShardGroup;
   }
   return 0;
 }
@@ -78,6 +81,7 @@ bool policy_holds(Policy p, const Model& m, const Run& run, const Cluster& c, co
     }
     case Policy::full_recompute_all: return true;
     case Policy::megatron_target: return s.zero != 3 || (s.pp == 1 && s.ep == 1);
+    case Policy::trainer_target: return !run.target || !trainer_refusal(*run.target, m, run, s);
   }
   return true;
 }

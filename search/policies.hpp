@@ -1,4 +1,4 @@
-// The switchable policies P1–P13 of docs/spec/search-and-time.md §3.2: practice, not necessity.
+// The switchable policies P1–P14 of docs/spec/search-and-time.md §3.2: practice, not necessity.
 #pragma once
 
 #include <array>
@@ -26,9 +26,10 @@ enum class Policy : std::uint8_t {
   cp_min_tokens,
   hsdp_candidates,
   full_recompute_all,
-  megatron_target
+  megatron_target,
+  trainer_target  // P14: the run's target trainer (Run::target) can run it (trainer_targets.hpp)
 };
-inline constexpr std::size_t kPolicyCount = 13;
+inline constexpr std::size_t kPolicyCount = 14;
 
 const char* policy_name(Policy p);  // the stable name of the search file ("tp_in_node")
 const char* policy_id(Policy p);    // "P1" …
@@ -36,7 +37,8 @@ std::optional<Policy> policy_by_name(const std::string& name);
 
 // Which policies are on; default states of §3.2 (P6 off by ruling 11).
 struct PolicySet {
-  std::array<bool, kPolicyCount> on{true, false, false, true, true, false, true, true, true, true, true, true, false};
+  std::array<bool, kPolicyCount> on{true, false, false, true, true, false, true,
+                                    true, true,  true,  true, true, false, false};
   bool enabled(Policy p) const { return on[static_cast<std::size_t>(p)]; }
 };
 

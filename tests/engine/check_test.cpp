@@ -63,8 +63,7 @@ TEST_CASE("the example manifest: one line per entry, the totals, exit 2 for the 
   CHECK(lines[0].rfind("PASS   llama-8b-any ", 0) == 0);
   CHECK(has(lines[0], "best dp=8,"));
   CHECK(lines[1].rfind("PASS   llama-8b-pinned ", 0) == 0);
-  CHECK(has(lines[1],
-            "pinned dp=8,tp=1,pp=1,zero=3,recompute=selective,mbs=1,m=8"));
+  CHECK(has(lines[1], "pinned dp=8,tp=1,pp=1,zero=3,recompute=selective,mbs=1,m=8"));
   CHECK(lines[2].rfind("PASS   mixtral-pinned ", 0) == 0);
   CHECK(has(lines[2], "16 x h100-80gb"));
   CHECK(lines[3].rfind("PASS   deepseek-v2-lite-any ", 0) == 0);

@@ -79,18 +79,37 @@ TEST_CASE("search --export-best: the fastest strategy in the trainer's format") 
   args.insert(args.end(), {"--export-best", "megatron"});
   const auto r = run(args);
   REQUIRE(r.code == 0);
-  CHECK(r.out.find("\"export\":{\"format\":\"megatron\",\"text\":\"--tensor-model-parallel-size") != std::string::npos);
+  CHECK(r.out.find("\"export\":{\"format\":\"megatron\",\"text\":\"# Megatron-LM") != std::string::npos);
+  CHECK(r.out.find("--tensor-model-parallel-size") != std::string::npos);
   CHECK(r.out.find("--pipeline-model-parallel-size 2") != std::string::npos);
 
   auto table = kSearch;
   table.resize(table.size() - 2);  // no --format json
   table.insert(table.end(), {"--export-best", "nemo"});
   CHECK(run(table).code == 2);
-  table.back() = "deepspeed";  // pp = 2 cannot be a DeepSpeed JSON: the error says so, exit 2
+  // The trainer named is the search's target: pp = 2 cannot be a DeepSpeed JSON, so nothing is
+  // left, and the counts name the trainer's rule.
+  table.back() = "deepspeed";
   const auto ds = run(table);
-  CHECK(ds.code == 2);
-  CHECK(ds.err.find("deepspeed cannot express this strategy") != std::string::npos);
-  CHECK(ds.out.find("Pareto front") != std::string::npos);  // the search's results are still written
+  CHECK(ds.code == 1);
+  CHECK(ds.out.find("trainer_target") != std::string::npos);
+  CHECK(ds.err.find("nothing fits") != std::string::npos);
+}
+
+TEST_CASE("search --export-best X keeps only what X can run, so the export never refuses the pick") {
+  for (const char* trainer : {"megatron", "torchtitan", "deepspeed"}) {
+    const auto r = run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "16", "--seq",
+                        "4096", "--global-batch", "64", "--export-best", trainer, "--format", "json"});
+    CHECK_MESSAGE(r.code == 0, trainer);
+    CHECK_MESSAGE(r.out.find("\"export\":{\"format\":\"" + std::string(trainer) + "\"") != std::string::npos, trainer);
+    CHECK_MESSAGE(r.out.find("\"trainer_target\":") != std::string::npos, trainer);  // the rest, by rule
+  }
+  // DeepSeek-V3's 61 layers on an uneven pipeline: Megatron gets the layout itself.
+  const auto dsv3 = run({"search", "--model", "deepseek-v3", "--device", "h100-80gb", "--devices", "1024", "--seq",
+                         "4096", "--global-batch", "4096", "--pp", "16", "--export-best", "megatron"});
+  CHECK(dsv3.code == 0);
+  CHECK(dsv3.out.find("--pipeline-model-parallel-layout \"E") != std::string::npos);
+  CHECK(dsv3.out.find("mL\"") != std::string::npos);  // the MTP depth and the loss close the last stage
 }
 
 TEST_CASE("strategy strings leave neutral values out and read back to the same strategy") {

@@ -109,12 +109,16 @@ TEST_CASE("export: what a trainer cannot express is an error that says why (exit
   const auto zero1 = run(export_args("llama-3.1-8b", "16", "8192", "64", "torchtitan", "tp=2,sp=true,zero=1"));
   CHECK(zero1.code == 2);
   CHECK(has(zero1.err, "zero_stage=1"));
-  const auto tp = run(export_args("llama-3.1-8b", "16", "8192", "64", "deepspeed", "tp=2,zero=2"));
+  // DeepSpeed's AutoTP training runs with ZeRO 0-2 and without sequence parallelism.
+  const auto tp = run(export_args("llama-3.1-8b", "16", "8192", "64", "deepspeed", "tp=2,sp=true,zero=2"));
   CHECK(tp.code == 2);
-  CHECK(has(tp.err, "tensor-parallel"));
+  CHECK(has(tp.err, "AutoTP"));
+  const auto autotp = run(export_args("llama-3.1-8b", "16", "8192", "64", "deepspeed", "tp=2,zero=2"));
+  CHECK(autotp.code == 0);
+  CHECK(has(autotp.out, "\"autotp_size\": 2"));
   const auto gpipe = run(export_args("llama-3.1-8b", "16", "8192", "64", "megatron", "pp=2,schedule=gpipe"));
   CHECK(gpipe.code == 2);
-  CHECK(has(gpipe.err, "GPipe"));
+  CHECK(has(gpipe.err, "Megatron-LM has no gpipe schedule"));
   auto per_vstage = export_args("llama-3.1-70b", "64", "8192", "64", "megatron",
                                 "tp=8,sp=true,pp=4,dp=2,zero=1,recompute=full,mbs=1");
   per_vstage.insert(per_vstage.end(), {"--run-options", meshfit::test::data_path("run-options/full-per-vstage.yaml")});
