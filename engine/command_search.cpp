@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -58,7 +59,8 @@ struct SearchFlags {
   PinFlags pins;
   std::string plot_file, report_file, export_best, export_out, search_file, prune_off, target;
   std::int64_t top = 10, threads = 0;
-  std::string tight_margin = "6%";
+  std::string tight_margin = "6%", train_tokens;
+  double gpu_hour_price = 0;
   bool no_prune = false, dedupe_ties = false, verify = false, timings = false, wide = false, quiet = false;
 };
 
@@ -95,9 +97,12 @@ po::options_description search_description(SearchFlags& f) {
       "export-out", po::value(&f.export_out),
       "write --export-best's output to FILE (default: after the results; "
       "with --format json, as its \"export\" field)");
-  desc.add_options()("target", po::value(&f.target),
-                     "keep only strategies this trainer can run: megatron, torchtitan or deepspeed (also implied "
-                     "by --export-best and by a --framework given)")(
+  desc.add_options()("train-tokens", po::value(&f.train_tokens),
+                     "tokens to train on (15T, 300B, 1e12): each row's days and GPU-hours")(
+      "gpu-hour-price", po::value(&f.gpu_hour_price), "price of a GPU-hour, with --train-tokens: each row's cost")(
+      "target", po::value(&f.target),
+      "keep only strategies this trainer can run: megatron, torchtitan or deepspeed (also implied "
+      "by --export-best and by a --framework given)")(
       "wide", po::bool_switch(&f.wide),
       "a table column for every dimension and the peak's stage (default: the dimensions that vary)")(
       "quiet,q", po::bool_switch(&f.quiet), "no progress line and no notes on stderr (errors still)");
@@ -120,6 +125,36 @@ double tight_fraction(const SearchFlags& f) {
         "expected a share of the budget from 0% to below 100% (6%, or 0.06), got " + quoted_text(f.tight_margin));
   }
   return fraction;
+}
+
+// "15T", "300B", "2.5e12": a token count (K, M, B, T: powers of 1000, as token budgets are named).
+double parse_token_count(const std::string& text) {
+  std::string t = text;
+  double scale = 1;
+  if (!t.empty()) {
+    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())));
+    const double units[] = {1e3, 1e6, 1e9, 1e12};
+    const std::string names = "KMBT";
+    if (const auto at = names.find(u); at != std::string::npos) {
+      scale = units[at];
+      t.pop_back();
+    }
+  }
+  const auto v = parse_number(t);
+  if (!v || !(*v > 0) || *v * scale > 1e18) {
+    throw InputError("command line", "--train-tokens",
+                     "expected a positive token count (15T, 300B, 2.5e12), got " + quoted_text(text));
+  }
+  return *v * scale;
+}
+
+void set_training_cost(const SearchFlags& f, SearchReport& rep) {
+  if (!f.train_tokens.empty()) rep.train_tokens = parse_token_count(f.train_tokens);
+  if (f.gpu_hour_price != 0) {
+    check_flag_range("--gpu-hour-price", f.gpu_hour_price, 0, 1e6);
+    if (!rep.train_tokens) throw UsageError("meshfit search: --gpu-hour-price needs --train-tokens");
+    rep.gpu_hour_price = f.gpu_hour_price;
+  }
 }
 
 // The trainer the strategies must run on: --target, else --export-best's trainer, else a
@@ -226,8 +261,9 @@ int search_device_counts(const SearchFlags& f, OutputFormat format, const std::v
       break;
     }
   }
-  const SearchReport settings{*space.model,           cluster,           *space.run, SearchResult{},
-                              options.headroom_bytes, tight_fraction(f), f.timings,  f.wide};
+  const SearchReport settings{
+      *space.model, cluster, *space.run, SearchResult{}, options.headroom_bytes, tight_fraction(f), f.timings,
+      f.wide,       {},      {}};
   if (format == OutputFormat::json) {
     write_counts_json(c, settings, out);
   } else if (format == OutputFormat::csv) {
@@ -305,7 +341,8 @@ int search_one(const SearchFlags& f, OutputFormat format, std::optional<TrainerF
   }
   if (exported && !f.export_out.empty()) write_file_atomically(f.export_out, exported->text, "--export-out");
 
-  const SearchReport rep{model, cluster, run, result, options.headroom_bytes, tight_fraction(f), f.timings, f.wide};
+  SearchReport rep{model, cluster, run, result, options.headroom_bytes, tight_fraction(f), f.timings, f.wide, {}, {}};
+  set_training_cost(f, rep);
   if (format == OutputFormat::json) {
     write_json_with_export(rep, f.export_out.empty() ? exported : std::nullopt, f.export_best, out);
   } else if (format == OutputFormat::csv) {

@@ -1,8 +1,11 @@
 #include "engine/model_config.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <vector>
 
 #include "engine/census_config.hpp"
 #include "engine/input_error.hpp"
@@ -416,6 +419,44 @@ Model model_from_config(const YAML::Node& doc, const std::string& source, const 
   return m;
 }
 
+namespace {
+
+// The Hugging Face hub cache (huggingface_hub's constants.py): $HF_HUB_CACHE, else $HF_HOME/hub,
+// else ~/.cache/huggingface/hub.
+std::filesystem::path hub_cache() {
+  if (const char* v = std::getenv("HF_HUB_CACHE"); v && *v) return v;
+  if (const char* v = std::getenv("HF_HOME"); v && *v) return std::filesystem::path(v) / "hub";
+  if (const char* v = std::getenv("HOME"); v && *v) return std::filesystem::path(v) / ".cache" / "huggingface" / "hub";
+  return {};
+}
+
+// A hub id ("org/name") in the cache, offline: models--org--name/snapshots/<revision>/config.json,
+// the revision refs/main names, else the only snapshot there. Empty when it is not cached.
+std::filesystem::path cached_hub_config(const std::string& id) {
+  namespace fs = std::filesystem;
+  const auto slash = id.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == id.size() ||
+      id.find('/', slash + 1) != std::string::npos) {
+    return {};
+  }
+  const fs::path cache = hub_cache();
+  if (cache.empty()) return {};
+  const fs::path repo = cache / ("models--" + id.substr(0, slash) + "--" + id.substr(slash + 1));
+  std::error_code ec;
+  std::string revision;
+  if (std::ifstream ref(repo / "refs" / "main"); ref && std::getline(ref, revision) && !revision.empty()) {
+    const fs::path config = repo / "snapshots" / revision / "config.json";
+    if (fs::exists(config, ec)) return config;
+  }
+  std::vector<fs::path> snapshots;
+  for (fs::directory_iterator it(repo / "snapshots", ec), end; !ec && it != end; it.increment(ec)) {
+    if (fs::exists(it->path() / "config.json", ec)) snapshots.push_back(it->path() / "config.json");
+  }
+  return snapshots.size() == 1 ? snapshots.front() : fs::path{};
+}
+
+}  // namespace
+
 Model load_model(const std::string& spec, const InputOrigin& origin) {
   if (const auto preset = find_preset("models", spec)) {
     return model_from_config(parse_yaml_text(std::string(preset->content), preset->source), preset->source,
@@ -425,12 +466,29 @@ Model load_model(const std::string& spec, const InputOrigin& origin) {
   std::error_code ec;
   fs::path path(spec);
   if (fs::is_directory(path, ec)) path /= "config.json";
+  if (!fs::exists(path, ec)) {
+    // A hub id, as accelerate's estimate-memory takes one: read from the local cache, never fetched.
+    if (const fs::path cached = cached_hub_config(spec); !cached.empty()) {
+      return model_from_config(load_yaml_file(cached.string()), cached.string(), spec.substr(spec.find('/') + 1));
+    }
+    const auto slash = spec.find('/');
+    const bool hub_id = slash != std::string::npos && spec.find('/', slash + 1) == std::string::npos && slash > 0 &&
+                        slash + 1 < spec.size() && spec.find('.') == std::string::npos;
+    if (hub_id) {
+      throw InputError(
+          origin.source, origin.field("--model"),
+          quoted_text(spec) + " is neither a file nor a model in the local Hugging Face cache (" +
+              (hub_cache() / ("models--" + spec.substr(0, slash) + "--" + spec.substr(slash + 1))).string() +
+              "; set HF_HOME or HF_HUB_CACHE, or download it with huggingface-cli)");
+    }
+  }
   const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".json") ||
                                spec.ends_with(".yaml") || spec.ends_with(".yml");
   if (!fs::exists(path, ec) && !looks_like_path) {
     throw InputError(origin.source, origin.field("--model"),
                      "unknown model preset " + quoted_text(spec) + suggestion_text(spec, preset_names("models")) +
-                         "; or give a path to a config.json or model YAML");
+                         "; or give a path to a config.json or model YAML, or a Hugging Face hub id (org/name) "
+                         "in the local cache");
   }
   const std::string stem = path.filename() == "config.json" && path.has_parent_path()
                                ? path.parent_path().filename().string()

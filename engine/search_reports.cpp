@@ -1,6 +1,7 @@
 #include "engine/search_reports.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "engine/memory_terms.hpp"
@@ -71,9 +72,12 @@ void write_records(const std::vector<ScoredStrategy>& xs, bool top, const DimCol
   std::vector<std::string> head;
   const std::vector<StrategyDim> names = strategy_dims(Strategy{});
   for (std::size_t k : cols.shown) head.emplace_back(column_label(names[k].key));
-  for (const char* h : {"step s", "peak GiB", "stage", "tok/s/dev", "MFU", ""}) {
+  for (const char* h : {"step s", "peak GiB", "stage", "tok/s/dev", "MFU"}) {
     if (rep.wide || std::string(h) != "stage") head.emplace_back(h);  // the peak's stage: --wide
   }
+  if (rep.train_tokens) head.insert(head.end(), {"days", "GPU-h"});
+  if (rep.train_tokens && rep.gpu_hour_price) head.emplace_back("cost");
+  head.emplace_back("");
   t.row(head);
   for (const auto& x : xs) {
     const std::vector<StrategyDim> dims = strategy_dims(x.strategy);
@@ -90,6 +94,13 @@ void write_records(const std::vector<ScoredStrategy>& xs, bool top, const DimCol
     if (rep.wide) cells.push_back(std::to_string(x.peak_stage));
     cells.push_back(fixed(x.tokens_per_sec_per_device, 0));
     cells.push_back(fixed(100 * x.mfu, 1) + "%");
+    if (const auto c = training_cost(x, rep)) {
+      cells.push_back(fixed(c->days, 1));
+      cells.push_back(with_commas(static_cast<std::int64_t>(std::llround(c->gpu_hours))));
+      if (c->cost) cells.push_back(with_commas(static_cast<std::int64_t>(std::llround(*c->cost))));
+    } else if (rep.train_tokens) {
+      cells.insert(cells.end(), rep.gpu_hour_price ? 3 : 2, "-");
+    }
     cells.push_back(row_flags(x, top, rep.result.budget, rep.tight_fraction));
     t.row(std::move(cells));
   }
@@ -119,7 +130,19 @@ void write_inputs_json(JsonWriter& j, const SearchReport& rep, const std::vector
 
 }  // namespace
 
-void write_record_json(JsonWriter& j, const ScoredStrategy& x, double budget, double tight_fraction, bool top) {
+std::optional<TrainingCost> training_cost(const ScoredStrategy& x, const SearchReport& rep) {
+  if (!rep.train_tokens || x.tokens_per_sec_per_device <= 0) return std::nullopt;
+  const double devices = static_cast<double>(rep.cluster.devices);
+  const double seconds = *rep.train_tokens / (x.tokens_per_sec_per_device * devices);
+  TrainingCost c;
+  c.days = seconds / 86400;
+  c.gpu_hours = devices * seconds / 3600;
+  if (rep.gpu_hour_price) c.cost = c.gpu_hours * *rep.gpu_hour_price;
+  return c;
+}
+
+void write_record_json(JsonWriter& j, const ScoredStrategy& x, const SearchReport& rep, double budget, bool top) {
+  const double tight_fraction = rep.tight_fraction;
   j.begin_object().key("strategy");
   write_strategy_json(j, x.strategy);
   j.field("strategy_string", strategy_to_string(x.strategy))
@@ -130,6 +153,10 @@ void write_record_json(JsonWriter& j, const ScoredStrategy& x, double budget, do
       .field("mfu", x.mfu)
       .field("tight", tight(x, budget, tight_fraction));
   if (top) j.field("dominated", x.dominated);
+  if (const auto c = training_cost(x, rep)) {
+    j.field("train_days", c->days).field("gpu_hours", c->gpu_hours);
+    if (c->cost) j.field("cost", *c->cost);
+  }
   j.end_object();
 }
 
@@ -140,9 +167,9 @@ void write_search_json(const SearchReport& rep, std::ostream& out) {
   write_inputs_json(j, rep);
   j.field("budget_gib", r.budget / kGiB);
   j.key("front").begin_array();
-  for (const auto& x : r.front) write_record_json(j, x, r.budget, rep.tight_fraction, false);
+  for (const auto& x : r.front) write_record_json(j, x, rep, r.budget, false);
   j.end_array().key("top").begin_array();
-  for (const auto& x : r.top) write_record_json(j, x, r.budget, rep.tight_fraction, true);
+  for (const auto& x : r.top) write_record_json(j, x, rep, r.budget, true);
   j.end_array();
   j.key("counts")
       .begin_object()
@@ -240,7 +267,7 @@ void write_counts_json(const CountResults& c, const SearchReport& settings, std:
     if (r.top.empty())
       j.null();
     else
-      write_record_json(j, r.top.front(), r.budget, settings.tight_fraction, false);
+      write_record_json(j, r.top.front(), settings, r.budget, false);
     j.field("interrupted", r.interrupted);
     if (settings.timings) j.field("seconds", r.seconds);
     j.end_object();

@@ -30,13 +30,23 @@ struct SearchReport {
   const SearchResult& result;
   double headroom_bytes = 0;
   double tight_fraction = kTightFraction;
-  bool timings = false;  // the seconds taken (which differ run to run) in stdout's output
-  bool wide = false;     // a table column for every dimension, not only those that vary
+  bool timings = false;                  // the seconds taken (which differ run to run) in stdout's output
+  bool wide = false;                     // a table column for every dimension, not only those that vary
+  std::optional<double> train_tokens;    // --train-tokens: each row's time and GPU-hours to train on them
+  std::optional<double> gpu_hour_price;  // --gpu-hour-price: and their cost
 };
+
+// What training on `train_tokens` takes at a row's throughput: days on the cluster, GPU-hours
+// (devices × hours) and, with a price per GPU-hour, the cost. Nullopt without --train-tokens.
+struct TrainingCost {
+  double days = 0, gpu_hours = 0;
+  std::optional<double> cost;
+};
+std::optional<TrainingCost> training_cost(const ScoredStrategy& x, const SearchReport& rep);
 inline constexpr int kSearchSchemaVersion = 2;
 
 // A row: the strategy (object and string), its figures, and whether it is tight (and, `top`, dominated).
-void write_record_json(JsonWriter& j, const ScoredStrategy& x, double budget, double tight_fraction, bool top);
+void write_record_json(JsonWriter& j, const ScoredStrategy& x, const SearchReport& rep, double budget, bool top);
 void write_search_json(const SearchReport& rep, std::ostream& out);
 void write_search_csv(const SearchReport& rep, std::ostream& out);
 void write_search_table(const SearchReport& rep, std::ostream& out);

@@ -2,6 +2,11 @@
 // every bad input of issue 2 with its message.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include "engine/input_error.hpp"
 #include "engine/model_config.hpp"
 #include "test_support.hpp"
@@ -150,4 +155,32 @@ TEST_CASE("an unknown preset lists the close names") {
   CHECK(e.find("unknown model preset 'llama-3.1-7b'") != std::string::npos);
   CHECK(e.find("did you mean llama-3.1-70b, llama-3.1-8b") != std::string::npos);
   CHECK(e.find("known: deepseek-v3") != std::string::npos);
+}
+
+TEST_CASE("--model org/name reads the config.json of the local Hugging Face cache, offline") {
+  namespace fs = std::filesystem;
+  const fs::path home = fs::temp_directory_path() / "meshfit-hf-home";
+  fs::remove_all(home);
+  // huggingface_hub's layout: hub/models--org--name/refs/main names the snapshot of the revision.
+  const fs::path repo = home / "hub" / "models--test-org--Tiny-3.1";
+  fs::create_directories(repo / "refs");
+  fs::create_directories(repo / "snapshots" / "abc123");
+  std::ofstream(repo / "refs" / "main") << "abc123";
+  fs::copy_file(meshfit::test::data_path("hf-dir/config.json"), repo / "snapshots" / "abc123" / "config.json");
+  ::setenv("HF_HOME", home.c_str(), 1);
+  ::unsetenv("HF_HUB_CACHE");
+  const meshfit::Model cached = meshfit::load_model("test-org/Tiny-3.1");
+  const meshfit::Model direct = meshfit::load_model(meshfit::test::data_path("hf-dir/config.json"));
+  CHECK(cached.layers == direct.layers);
+  CHECK(cached.hidden == direct.hidden);
+  CHECK(cached.name == "Tiny-3.1");
+  // Not in the cache: the error says where it looked.
+  try {
+    meshfit::load_model("test-org/Missing-Model");
+    FAIL("expected an InputError");
+  } catch (const meshfit::InputError& e) {
+    CHECK(std::string(e.what()).find("models--test-org--Missing-Model") != std::string::npos);
+  }
+  ::unsetenv("HF_HOME");
+  fs::remove_all(home);
 }

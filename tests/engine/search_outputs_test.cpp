@@ -150,3 +150,26 @@ TEST_CASE("strategy strings leave neutral values out and read back to the same s
   }
   CHECK(rows > 100);
 }
+
+TEST_CASE("search --train-tokens and --gpu-hour-price: days, GPU-hours and cost per row") {
+  const auto r = run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "16", "--seq", "4096",
+                      "--global-batch", "64", "--train-tokens", "300B", "--gpu-hour-price", "2", "--format", "json"});
+  REQUIRE(r.code == 0);
+  const YAML::Node doc = YAML::Load(r.out);
+  int rows = 0;
+  for (const auto& row : doc["front"]) {
+    // 300B = 3·10^11 tokens over 16 devices at the row's tokens/s per device.
+    const double seconds = 3e11 / (row["tokens_per_sec_per_device"].as<double>() * 16);
+    CHECK(row["train_days"].as<double>() == doctest::Approx(seconds / 86400).epsilon(1e-12));
+    CHECK(row["gpu_hours"].as<double>() == doctest::Approx(16 * seconds / 3600).epsilon(1e-12));
+    CHECK(row["cost"].as<double>() == doctest::Approx(2 * 16 * seconds / 3600).epsilon(1e-12));
+    ++rows;
+  }
+  CHECK(rows > 0);
+  CHECK(run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "16", "--seq", "4096",
+             "--global-batch", "64", "--train-tokens", "15Q"})
+            .code == 2);
+  CHECK(run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "16", "--seq", "4096",
+             "--global-batch", "64", "--gpu-hour-price", "2"})
+            .code == 2);
+}
