@@ -107,9 +107,11 @@ void apply_pin_flags(const PinFlags& f, Pins& pins, PolicySet& policies) {
         throw InputError("command line", "--policies",
                          "expected name=on|off with names tp_in_node, tpcp_in_node, ep_in_node, powers_of_two, "
                          "sp_with_tp, even_split, m_ge_pp, kv_heads_divisible, ulysses_kv_divisible, cp_min_tokens, "
-                         "hsdp_candidates, full_recompute_all, megatron_target; got " +
+                         "hsdp_candidates, full_recompute_all, megatron_target, trainer_target; got " +
                              quoted_text(item));
       }
+      if (const auto why = policy_switch_refusal(*pol, state == "on"))
+        throw InputError("command line", "--policies", *why);
       policies.on[static_cast<std::size_t>(*pol)] = state == "on";
     }
   }

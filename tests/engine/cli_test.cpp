@@ -299,3 +299,11 @@ TEST_CASE("search over a device list writes CSV when asked; check names a missin
   CHECK(missing.err.find("nosuch-models.json: cannot read file: No such file or directory") != std::string::npos);
   CHECK(missing.err.find("--device is required") == std::string::npos);
 }
+
+TEST_CASE("a policy switch that the search could not honour is refused, not ignored") {
+  const auto r = run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8", "--seq", "4096",
+                      "--global-batch", "64", "--policies", "full_recompute_all=off"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("full_recompute_all=off would search the number of fully recomputed layers") != std::string::npos);
+  CHECK(r.out.empty());
+}
