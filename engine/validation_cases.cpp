@@ -53,17 +53,14 @@ YAML::Node translate_model(const YAML::Node& in, const Fields& f) {
 }
 
 // Device names of devices.md §4 (and the measured files' others), with the preset each reads.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kCaseDevices{{
-    {"H100-SXM-96GB", "h100-96gb"},
-    {"H100-96GB", "h100-96gb"},
-    {"H100-80GB", "h100-80gb"},
-    {"H800-80GB", "h800-80gb"},
-    {"H200-141GB", "h200-141gb"},
-    {"GH200", "h200-141gb"},
-    {"B200", "b200-192gb"},
-    {"A100-80GB", "a100-80gb"},
-    {"A100-40GB", "a100-40gb"},
-    {"A800-80GB", "a100-80gb"},
+constexpr std::array<std::pair<std::string_view, std::string_view>, 19> kCaseDevices{{
+    {"H100-SXM-96GB", "h100-96gb"},   {"H100-96GB", "h100-96gb"},   {"H100-80GB", "h100-80gb"},
+    {"H800-80GB", "h800-80gb"},       {"H200-141GB", "h200-141gb"}, {"GH200", "h200-141gb"},
+    {"B200", "b200-192gb"},           {"A100-80GB", "a100-80gb"},   {"A100-40GB", "a100-40gb"},
+    {"A800-80GB", "a100-80gb"},       {"GB200", "gb200-186gb"},     {"GB300", "gb300-288gb"},
+    {"MI300X-192GB", "mi300x-192gb"}, {"MI300X", "mi300x-192gb"},   {"MI325X", "mi325x-256gb"},
+    {"MI355X", "mi355x-288gb"},       {"H20", "h20-96gb"},          {"L40S", "l40s-48gb"},
+    {"B200-192GB", "b200-192gb"},
 }};
 
 Device case_device(const Fields& d, std::vector<std::string>& notes) {

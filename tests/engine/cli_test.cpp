@@ -1,5 +1,6 @@
 // The command line in-process: output, stderr and exit codes (docs/spec/cli.md).
 #include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -306,4 +307,32 @@ TEST_CASE("a policy switch that the search could not honour is refused, not igno
   CHECK(r.code == 2);
   CHECK(r.err.find("full_recompute_all=off would search the number of fully recomputed layers") != std::string::npos);
   CHECK(r.out.empty());
+}
+
+TEST_CASE("validate knows the devices other case files name: GB200, GB300, MI300X-192GB") {
+  const auto r = run({"validate", data_path("validation/new-devices.yaml"), "--format", "json"});
+  REQUIRE(r.code == 0);
+  const YAML::Node doc = YAML::Load(r.out);
+  REQUIRE(doc["cases"].size() == 3);
+  for (const auto& c : doc["cases"]) {
+    for (const auto& d : c["defaults"]) CHECK(d.as<std::string>().find("unknown device") == std::string::npos);
+  }
+  // Their presets hold the published figures: GB200 and GB300 at 2.5 PFLOP/s dense BF16 in an NVLink
+  // domain of 72, MI300X at 1,307.4 TFLOP/s.
+  const auto d = run({"devices", "--format", "json"});
+  const YAML::Node devices = YAML::Load(d.out)["devices"];
+  int found = 0;
+  for (const auto& dev : devices) {
+    const std::string name = dev["name"].as<std::string>();
+    if (name == "gb200-186gb" || name == "gb300-288gb") {
+      CHECK(dev["peak_flops"].as<double>() == 2.5e15);
+      CHECK(dev["devices_per_node"].as<int>() == 72);
+      ++found;
+    }
+    if (name == "mi300x-192gb") {
+      CHECK(dev["peak_flops"].as<double>() == 1307.4e12);
+      ++found;
+    }
+  }
+  CHECK(found == 3);
 }

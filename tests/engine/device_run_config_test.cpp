@@ -24,8 +24,10 @@ std::string error_of(F f) {
 }  // namespace
 
 TEST_CASE("every device of cli.md is bundled, with devices.md's figures") {
-  const std::vector<std::string> want = {"a100-40gb", "a100-80gb",  "ascend-910b-64gb", "b200-192gb",  "h100-80gb",
-                                         "h100-96gb", "h200-141gb", "h800-80gb",        "mi300x-192gb"};
+  const std::vector<std::string> want = {"a100-40gb",    "a100-80gb",    "ascend-910b-64gb", "b200-192gb",
+                                         "gb200-186gb",  "gb300-288gb",  "h100-80gb",        "h100-96gb",
+                                         "h20-96gb",     "h200-141gb",   "h800-80gb",        "l40s-48gb",
+                                         "mi300x-192gb", "mi325x-256gb", "mi355x-288gb"};
   CHECK(preset_names("devices") == want);
   // H800: the H100 SXM5 with NVLink cut to 400 GB/s both ways (NVIDIA's H800 datasheet).
   const Device h800 = load_device("h800-80gb");
@@ -45,6 +47,13 @@ TEST_CASE("every device of cli.md is bundled, with devices.md's figures") {
   CHECK(h100.overhead_workspaces == 64.0 * 1024 * 1024);
   CHECK(load_device("a100-40gb").capacity == 40960.0 * 1024 * 1024);
   CHECK(load_device("mi300x-192gb").peak_flops == 1307.4e12);
+  // GB200 NVL72 (NVIDIA's GB200 NVL72 datasheet): 180 PFLOP/s dense BF16 and 576 TB/s of HBM for 72
+  // GPUs, one NVLink domain of 72 at 1.8 TB/s per GPU both ways.
+  const Device gb200 = load_device("gb200-186gb");
+  CHECK(gb200.peak_flops * 72 == 180e15);
+  CHECK(gb200.hbm_bandwidth * 72 == 576e12);
+  CHECK(gb200.devices_per_node == 72);
+  CHECK(gb200.intra_bandwidth * 2 == 1.8e12);
 }
 
 TEST_CASE("a device YAML starts from a preset and overrides fields") {
