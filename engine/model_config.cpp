@@ -44,8 +44,9 @@ struct Draft {
   bool attention_dropout = false, hidden_dropout = false, embedding_dropout = false;
 };
 
-const std::vector<std::string> kTypes = {"llama",     "mistral",     "mixtral",     "qwen2", "qwen3", "qwen3_moe",
-                                         "qwen2_moe", "deepseek_v3", "deepseek_v2", "gpt2",  "gpt",   "nemotron"};
+const std::vector<std::string> kTypes = {
+    "llama", "mistral", "mixtral",  "qwen2", "qwen3",   "qwen3_moe",  "qwen2_moe",  "deepseek_v3", "deepseek_v2",
+    "gpt2",  "gpt",     "nemotron", "phi3",  "granite", "granitemoe", "starcoder2", "gpt_neox"};
 
 // Fields every llama-like family shares (§2.1.2, row `llama`).
 void read_llama_like(const Fields& c, Draft& d) {
@@ -157,6 +158,47 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
     d.mlp_bias.set(c.optional_bool("mlp_bias"), "mlp_bias");
     d.gated.set(false, "model_type");
     d.norm.set(std::string("ln"), "model_type");
+  }
+  if (type == "phi3") {
+    // transformers' Phi3: llama's block with q/k/v and gate/up each fused into one matrix (the same
+    // weights), RMSNorm, no biases, untied unless the config ties.
+    read_llama_like(c, d);
+  }
+  if (type == "granite" || type == "granitemoe") {
+    // IBM Granite 3: llama's block; its embedding/residual/logit multipliers scale values, not
+    // weights. GraniteMoe: every layer's MLP is num_local_experts experts of intermediate_size,
+    // num_experts_per_tok routed, a bias-free router (transformers' modeling_granitemoe.py).
+    read_llama_like(c, d);
+    read_attention_bias(c, d);
+    d.mlp_bias.set(c.optional_bool("mlp_bias"), "mlp_bias");
+    if (type == "granitemoe") {
+      d.E.set(c.optional_int("num_local_experts"), "num_local_experts");
+      d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
+      d.f_e.set(c.optional_int("intermediate_size"), "intermediate_size");
+      d.moe_every_layer = true;
+    }
+  }
+  if (type == "starcoder2") {
+    // StarCoder2: GQA with RoPE, LayerNorm, a bias on every projection (use_bias), an ungated GeLU
+    // MLP (c_fc, c_proj), tied tables by default (transformers' modeling_starcoder2.py).
+    read_llama_like(c, d);
+    gpt_block(d);
+    const bool bias = c.optional_bool("use_bias").value_or(true);
+    d.qkv_bias.set(bias, "use_bias");
+    d.o_bias.set(bias, "use_bias");
+    d.mlp_bias.set(bias, "use_bias");
+    d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
+  }
+  if (type == "gpt_neox") {
+    // GPT-NeoX / Pythia: fused q/k/v with biases, LayerNorm, an ungated GeLU MLP with biases, rotary
+    // on part of each head (no weights), untied tables; the parallel residual changes no weight
+    // (transformers' modeling_gpt_neox.py).
+    read_llama_like(c, d);
+    gpt_block(d);
+    const bool bias = c.optional_bool("attention_bias").value_or(true);
+    d.qkv_bias.set(bias, "attention_bias");
+    d.o_bias.set(bias, "attention_bias");
+    d.tie.set(c.optional_bool("tie_word_embeddings").value_or(false), "tie_word_embeddings");
   }
   if (type == "gpt2") {
     d.h.set(c.optional_int("n_embd"), "n_embd");

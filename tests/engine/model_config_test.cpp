@@ -6,9 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/input_error.hpp"
 #include "engine/model_config.hpp"
+#include "estimators/parameter_counts.hpp"
 #include "test_support.hpp"
 
 using namespace meshfit;
@@ -183,4 +186,35 @@ TEST_CASE("--model org/name reads the config.json of the local Hugging Face cach
   }
   ::unsetenv("HF_HOME");
   fs::remove_all(home);
+}
+
+TEST_CASE("model types phi3, granite, granitemoe, starcoder2, gpt_neox: their published parameter counts") {
+  // Counted by hand from each config (tests/data/models/), and equal to the total the model's
+  // Hugging Face page states:
+  // Phi-3-mini: 2·32064·3072 (untied) + 32·(3072·9216 + 3072² + 3·3072·8192 + 2·3072) + 3072
+  //   = 3,821,079,552 ("3.8B").
+  // Granite-3.0-8B: 49155·4096 (tied) + 40·(2·4096² + 2·4096·1024 + 3·4096·12800 + 2·4096) + 4096
+  //   = 8,170,848,256 ("8.1B").
+  // Granite-3.0-1B-A400M: 49155·1024 + 24·(2·1024² + 2·1024·512 + 1024·32 + 32·3·1024·512 + 2·1024)
+  //   + 1024 = 1,334,628,352 ("1.3B", 400M active).
+  // StarCoder2-7B: 49152·4608 (tied) + 32·(2·(4608² + 4608) + 2·(4608·512 + 512) + (4608·18432 +
+  //   18432) + (18432·4608 + 4608) + 4·4608) + 2·4608 = 7,173,923,840 ("7B", 7.17B on its page).
+  // Pythia-1.4B: 2·50304·2048 + 24·((2048·6144 + 6144) + (2048² + 2048) + (2048·8192 + 8192) +
+  //   (8192·2048 + 2048) + 4·2048) + 2·2048 = 1,414,647,808.
+  const std::vector<std::pair<std::string, std::int64_t>> published = {{"phi-3-mini-4k.json", 3'821'079'552},
+                                                                       {"granite-3.0-8b.json", 8'170'848'256},
+                                                                       {"granite-3.0-1b-a400m.json", 1'334'628'352},
+                                                                       {"starcoder2-7b.json", 7'173'923'840},
+                                                                       {"pythia-1.4b.json", 1'414'647'808}};
+  for (const auto& [file, total] : published) {
+    const Model m = load_model(test::data_path("models/" + file));
+    CHECK_MESSAGE(model_params(m).main_total() == total, file);
+  }
+  const Model neox = load_model(test::data_path("models/pythia-1.4b.json"));
+  CHECK(neox.norm == NormKind::layernorm);
+  CHECK(!neox.gated);
+  CHECK(!neox.tie);
+  const Model moe = load_model(test::data_path("models/granite-3.0-1b-a400m.json"));
+  CHECK(moe.moe_layer_count() == 24);
+  CHECK(moe.top_k == 8);
 }
