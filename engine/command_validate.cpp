@@ -1,6 +1,7 @@
 // `meshfit validate CASES.yaml`: estimate measured runs and compare like with like
 // (docs/spec/cli.md; memory-model.md §11 "Comparing with measurements").
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <optional>
 
@@ -168,7 +169,11 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
   }
   j.end_object();
   j.key("not_estimated").begin_array();
-  for (const auto& u : unestimated) j.begin_object().field("id", u.id).field("not_stated", u.field).end_object();
+  for (const auto& u : unestimated) {
+    j.begin_object().field("id", u.id);
+    if (!u.field.empty()) j.field("not_stated", u.field);
+    j.field("reason", u.reason).end_object();
+  }
   j.end_array().end_object();
   out << '\n';
 }
@@ -223,32 +228,48 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
         << implausible << "\n";
   }
   if (!unestimated.empty()) {
-    out << "not estimated, " << unestimated.size()
-        << " cases: a value the source did not state, which the estimate needs:";
-    for (const auto& u : unestimated) out << " " << u.id << " (" << u.field << ")";
-    out << "\n";
+    out << "not estimated, " << unestimated.size() << " cases (the others are estimated above):\n";
+    for (const auto& u : unestimated) out << "  " << u.id << ": " << u.reason << "\n";
   }
 }
 
 }  // namespace
 
-int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& /*err*/) {
+int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CommonFlags common;
-  std::string file;
+  std::vector<std::string> files;
+  double max_median = 0, max_under = 0, max_throughput = 0;
+  bool strict = false;
   po::options_description desc(
-      "Usage: meshfit validate CASES.yaml [--format table|json]\n\n"
+      "Usage: meshfit validate CASES.yaml... [--format table|json] [gates]\n\n"
       "Estimates each measured case (schema: data/validation/README.md) and compares the estimate\n"
       "with the measurement: reserved with reserved (also when the case does not say), allocated\n"
-      "with allocated. Prints each case's error and the median absolute error.\nOptions");
-  desc.add_options()("cases", po::value(&file), "the case file");
+      "with allocated. Prints each case's error and the median absolute error. A case that cannot\n"
+      "be estimated is listed with its reason and the others are estimated. Exit 1 when a gate is\n"
+      "exceeded, 2 on a file that cannot be read (or, with --strict, a case that cannot be estimated).\nOptions");
+  desc.add_options()("cases", po::value(&files)->composing(), "the case files")(
+      "max-median-error", po::value(&max_median), "gate: the memory median |error| at most this share (0.05)")(
+      "max-under", po::value(&max_under), "gate: no memory under-estimate beyond this share (0.10)")(
+      "max-throughput-error", po::value(&max_throughput),
+      "gate: the throughput median |error| at most this share (0.10)")(
+      "strict", po::bool_switch(&strict), "a case that cannot be estimated is an error (exit 2)");
   add_common_options(desc, common);
   po::positional_options_description pos;
-  pos.add("cases", 1);
-  if (!parse_or_help("validate", args, desc, common, out, &pos)) return 0;
+  pos.add("cases", -1);
+  const auto parsed = parse_or_help("validate", args, desc, common, out, &pos);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
-  if (file.empty()) throw UsageError("meshfit validate: a case file is required\nTry 'meshfit validate --help'.");
+  if (files.empty()) throw UsageError("meshfit validate: a case file is required\nTry 'meshfit validate --help'.");
+  for (const char* gate : {"max-median-error", "max-under", "max-throughput-error"}) {
+    if (vm.count(gate)) check_flag_range(std::string("--") + gate, vm[gate].as<double>(), 0, 10);
+  }
   std::vector<UnestimatedCase> unestimated;
-  const std::vector<ValidationCase> cases = load_validation_cases(file, &unestimated);
+  std::vector<ValidationCase> cases;
+  for (const auto& file : files) {
+    std::vector<ValidationCase> more = load_validation_cases(file, strict ? nullptr : &unestimated);
+    cases.insert(cases.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
 
   Summary summary;
   summarize(cases, summary);
@@ -257,7 +278,22 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   } else {
     write_validate_table(summary, unestimated, out);
   }
-  return 0;
+  // The CI gates (issue 20's targets are the defaults a pipeline would set).
+  std::vector<std::string> exceeded;
+  if (vm.count("max-median-error") && !summary.abs_errors.empty() && summary.med > max_median) {
+    exceeded.push_back("memory median |error| " + fixed(100 * summary.med, 1) + "% > " + fixed(100 * max_median, 1) +
+                       "%");
+  }
+  if (vm.count("max-under") && summary.under && *summary.under->error < -max_under) {
+    exceeded.push_back("memory under-estimate " + fixed(100 * *summary.under->error, 1) + "% (" + summary.under->c->id +
+                       ") beyond -" + fixed(100 * max_under, 1) + "%");
+  }
+  if (vm.count("max-throughput-error") && !summary.tokens_abs.empty() && summary.tokens_med > max_throughput) {
+    exceeded.push_back("throughput median |error| " + fixed(100 * summary.tokens_med, 1) + "% > " +
+                       fixed(100 * max_throughput, 1) + "%");
+  }
+  for (const auto& e : exceeded) err << "meshfit validate: gate exceeded: " << e << '\n';
+  return exceeded.empty() ? 0 : 1;
 }
 
 }  // namespace meshfit

@@ -380,11 +380,12 @@ std::vector<ValidationCase> load_validation_cases(const std::string& path, std::
   for (std::size_t i = 0; i < doc.size(); ++i) {
     try {
       cases.push_back(read_case(doc[i], path, i));
-    } catch (const NotStated&) {
+    } catch (const InputError& e) {
       if (!unestimated) throw;
-      const YAML::Node id = doc[i]["id"];
-      unestimated->push_back(
-          {id.IsScalar() ? printable(id.Scalar()) : "case #" + std::to_string(i + 1), "run.seq_len"});
+      const YAML::Node id = doc[i].IsMap() ? doc[i]["id"] : YAML::Node();
+      const bool not_stated = dynamic_cast<const NotStated*>(&e) != nullptr;
+      unestimated->push_back({id.IsScalar() ? printable(id.Scalar()) : "case #" + std::to_string(i + 1),
+                              not_stated ? "run.seq_len" : "", e.what()});
     }
   }
   return cases;

@@ -29,11 +29,14 @@ struct ValidationCase {
   std::vector<std::string> defaults_taken;  // "null X -> Y" notes
 };
 
-// A case that cannot be estimated because its source did not state a value the estimate needs and
-// no framework default stands for (the sequence length): listed with the field, never dropped.
+// A case that cannot be estimated: its source did not state a value the estimate needs and no
+// framework default stands for (the sequence length), or a field meshfit cannot read (an unknown
+// model type or device, a strategy that breaks a rule). Listed with its reason, never dropped;
+// the file's other cases are estimated.
 struct UnestimatedCase {
   std::string id;
-  std::string field;  // e.g. "run.seq_len"
+  std::string field;   // the field not stated ("run.seq_len"), or empty
+  std::string reason;  // the error, naming the file, the case and the field
 };
 // Thrown for such a case when the caller does not collect them.
 class NotStated : public InputError {
@@ -43,7 +46,7 @@ class NotStated : public InputError {
 
 // Reads every case of a file; a malformed field is an InputError naming the file, the case id
 // and the field. A strategy that breaks a hard rule is an error too (naming the case). With
-// `unestimated`, a case whose source left a needed value unstated goes there instead of failing.
+// `unestimated`, a case that cannot be estimated goes there with its reason instead of failing.
 std::vector<ValidationCase> load_validation_cases(const std::string& path,
                                                   std::vector<UnestimatedCase>* unestimated = nullptr);
 

@@ -168,10 +168,21 @@ TEST_CASE("validate: per-case errors and the summary; a malformed case names its
   CHECK(j.out.find("\"measured_gib\":83.9,\"metric\":\"reserved\"") != std::string::npos);
   CHECK(j.out.find("\"measured_tokens_per_sec_per_device\":3890") != std::string::npos);
   CHECK(j.out.find("\"summary\":{\"cases\":2,") != std::string::npos);
-  const auto bad = run({"validate", data_path("validation/bad-field.yaml")});
-  CHECK(bad.code == 2);
-  CHECK(bad.err.find("case 'broken-tp': field 'strategy.tp': expected a positive integer, got 'eight'") !=
+  // A case that cannot be read is listed with its reason; the other files' cases are estimated.
+  const auto bad = run({"validate", data_path("validation/bad-field.yaml"), data_path("validation/two-cases.yaml")});
+  CHECK(bad.code == 0);
+  CHECK(bad.out.find("2 cases; median absolute error") != std::string::npos);
+  CHECK(bad.out.find("case 'broken-tp': field 'strategy.tp': expected a positive integer, got 'eight'") !=
         std::string::npos);
+  const auto strict = run({"validate", data_path("validation/bad-field.yaml"), "--strict"});
+  CHECK(strict.code == 2);
+  CHECK(strict.err.find("case 'broken-tp': field 'strategy.tp'") != std::string::npos);
+  // Gates: the two cases' memory errors are -2.1% and +2.8%, median 2.45%.
+  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.03"}).code == 0);
+  const auto gated = run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.02"});
+  CHECK(gated.code == 1);
+  CHECK(gated.err.find("gate exceeded: memory median |error| 2.5% > 2.0%") != std::string::npos);
+  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-under", "0.02"}).code == 1);  // -2.1%
 }
 
 TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from flags") {
