@@ -100,7 +100,61 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
   s.within = std::count_if(s.abs_errors.begin(), s.abs_errors.end(), [](double e) { return e <= 0.10; });
 }
 
-void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& unestimated, std::ostream& out) {
+// --group-by: per family (framework, device, model or source), the cases and the median
+// absolute errors of memory and throughput.
+struct Group {
+  std::string key;
+  std::int64_t cases = 0;
+  std::vector<double> memory, throughput;  // absolute errors
+};
+
+std::vector<Group> groups_of(const Summary& s, const std::string& by) {
+  std::vector<Group> out;
+  for (const auto& r : s.rows) {
+    const ValidationCase& c = *r.c;
+    const std::string key = by == "framework" ? c.framework
+                            : by == "device"  ? c.cluster.device.name
+                            : by == "model"   ? c.model.name
+                                              : c.source;
+    auto it = std::find_if(out.begin(), out.end(), [&](const Group& g) { return g.key == key; });
+    if (it == out.end()) it = out.insert(out.end(), Group{key, 0, {}, {}});
+    ++it->cases;
+    if (r.error) it->memory.push_back(std::fabs(*r.error));
+    if (r.tokens_error) it->throughput.push_back(std::fabs(*r.tokens_error));
+  }
+  std::sort(out.begin(), out.end(), [](const Group& a, const Group& b) { return a.key < b.key; });
+  return out;
+}
+
+void write_groups_json(JsonWriter& j, const std::vector<Group>& groups) {
+  j.key("groups").begin_array();
+  for (const auto& g : groups) {
+    j.begin_object()
+        .field("group", g.key)
+        .field("cases", g.cases)
+        .field("memory_cases", static_cast<std::int64_t>(g.memory.size()))
+        .field("median_abs_error", median(g.memory))
+        .field("throughput_cases", static_cast<std::int64_t>(g.throughput.size()))
+        .field("throughput_median_abs_error", median(g.throughput))
+        .end_object();
+  }
+  j.end_array();
+}
+
+void write_groups_table(const std::vector<Group>& groups, const std::string& by, std::ostream& out) {
+  TextTable t;
+  t.row({by, "cases", "memory", "median |error|", "throughput", "median |error|"});
+  for (const auto& g : groups) {
+    t.row({g.key.empty() ? "-" : g.key, std::to_string(g.cases), std::to_string(g.memory.size()),
+           g.memory.empty() ? "-" : fixed(100 * median(g.memory), 1) + "%", std::to_string(g.throughput.size()),
+           g.throughput.empty() ? "-" : fixed(100 * median(g.throughput), 1) + "%"});
+  }
+  out << "\nper " << by << ":\n";
+  t.print(out, "  ");
+}
+
+void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& unestimated, const std::string& group_by,
+                         std::ostream& out) {
   const auto& rows = s.rows;
   const auto& abs_errors = s.abs_errors;
   const auto& tokens_abs = s.tokens_abs;
@@ -168,6 +222,7 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
         .field("throughput_worst_over_error", *tok_over->tokens_error);
   }
   j.end_object();
+  if (!group_by.empty()) write_groups_json(j, groups_of(s, group_by));
   j.key("not_estimated").begin_array();
   for (const auto& u : unestimated) {
     j.begin_object().field("id", u.id);
@@ -178,7 +233,8 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
   out << '\n';
 }
 
-void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& unestimated, std::ostream& out) {
+void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& unestimated,
+                          const std::string& group_by, std::ostream& out) {
   const auto& rows = s.rows;
   const auto& abs_errors = s.abs_errors;
   const auto& tokens_abs = s.tokens_abs;
@@ -227,6 +283,7 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
            "shape (implied MFU):"
         << implausible << "\n";
   }
+  if (!group_by.empty()) write_groups_table(groups_of(s, group_by), group_by, out);
   if (!unestimated.empty()) {
     out << "not estimated, " << unestimated.size() << " cases (the others are estimated above):\n";
     for (const auto& u : unestimated) out << "  " << u.id << ": " << u.reason << "\n";
@@ -240,6 +297,7 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   std::vector<std::string> files;
   double max_median = 0, max_under = 0, max_throughput = 0;
   bool strict = false;
+  std::string group_by;
   po::options_description desc(
       "Usage: meshfit validate CASES.yaml... [--format table|json] [gates]\n\n"
       "Estimates each measured case (schema: data/validation/README.md) and compares the estimate\n"
@@ -252,7 +310,8 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
       "max-under", po::value(&max_under), "gate: no memory under-estimate beyond this share (0.10)")(
       "max-throughput-error", po::value(&max_throughput),
       "gate: the throughput median |error| at most this share (0.10)")(
-      "strict", po::bool_switch(&strict), "a case that cannot be estimated is an error (exit 2)");
+      "strict", po::bool_switch(&strict), "a case that cannot be estimated is an error (exit 2)")(
+      "group-by", po::value(&group_by), "a summary per framework, device, model or source");
   add_common_options(desc, common);
   po::positional_options_description pos;
   pos.add("cases", -1);
@@ -261,6 +320,11 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   const po::variables_map& vm = *parsed;
   const OutputFormat format = parse_format(common.format, {"table", "json"});
   if (files.empty()) throw UsageError("meshfit validate: a case file is required\nTry 'meshfit validate --help'.");
+  if (!group_by.empty() && group_by != "framework" && group_by != "device" && group_by != "model" &&
+      group_by != "source") {
+    throw InputError("command line", "--group-by",
+                     "expected framework, device, model or source, got " + quoted_text(group_by));
+  }
   for (const char* gate : {"max-median-error", "max-under", "max-throughput-error"}) {
     if (vm.count(gate)) check_flag_range(std::string("--") + gate, vm[gate].as<double>(), 0, 10);
   }
@@ -274,9 +338,9 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   Summary summary;
   summarize(cases, summary);
   if (format == OutputFormat::json) {
-    write_validate_json(summary, unestimated, out);
+    write_validate_json(summary, unestimated, group_by, out);
   } else {
-    write_validate_table(summary, unestimated, out);
+    write_validate_table(summary, unestimated, group_by, out);
   }
   // The CI gates (issue 20's targets are the defaults a pipeline would set).
   std::vector<std::string> exceeded;

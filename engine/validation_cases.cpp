@@ -347,6 +347,10 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
     if (!c.has(key)) c.fail(key, "missing");
   }
   vc.framework = c.optional_string("framework").value_or("");
+  if (node["source"].IsScalar()) {
+    const std::string s = printable(node["source"].Scalar());
+    vc.source = s.substr(0, s.find(' '));
+  }
   // pytorch-probe: a run of tools/probe (FSDP2 and DTensor on one rank), priced with torchtitan's
   // profile, which builds on the same PyTorch parts.
   const std::vector<std::string> frameworks = {"torchtitan", "megatron", "deepspeed", "pytorch-probe", "other"};

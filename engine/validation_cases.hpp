@@ -19,6 +19,7 @@ enum class MemoryMetric { reserved, allocated, unstated };
 struct ValidationCase {
   std::string id;
   std::string framework;
+  std::string source;  // the case's `source`, its first word: the repository or publication
   Model model;
   Run run;
   Cluster cluster;

@@ -183,6 +183,17 @@ TEST_CASE("validate: per-case errors and the summary; a malformed case names its
   CHECK(gated.code == 1);
   CHECK(gated.err.find("gate exceeded: memory median |error| 2.5% > 2.0%") != std::string::npos);
   CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-under", "0.02"}).code == 1);  // -2.1%
+  // Per family: one torchtitan case (-2.1%) and one Megatron case (+2.8%).
+  const auto grouped =
+      run({"validate", data_path("validation/two-cases.yaml"), "--group-by", "framework", "--format", "json"});
+  REQUIRE(grouped.code == 0);
+  const YAML::Node groups = YAML::Load(grouped.out)["groups"];
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0]["group"].as<std::string>() == "megatron");
+  CHECK(groups[0]["median_abs_error"].as<double>() == doctest::Approx(0.028).epsilon(0.02));
+  CHECK(groups[1]["group"].as<std::string>() == "torchtitan");
+  CHECK(groups[1]["median_abs_error"].as<double>() == doctest::Approx(0.021).epsilon(0.03));
+  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--group-by", "color"}).code == 2);
 }
 
 TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from flags") {
