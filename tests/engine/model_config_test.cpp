@@ -206,9 +206,10 @@ TEST_CASE("model types phi3, granite, granitemoe, starcoder2, gpt_neox: their pu
                                                                        {"granite-3.0-1b-a400m.json", 1'334'628'352},
                                                                        {"starcoder2-7b.json", 7'173'923'840},
                                                                        {"pythia-1.4b.json", 1'414'647'808}};
-  for (const auto& [file, total] : published) {
+  for (const auto& entry : published) {  // not a structured binding: doctest's macros capture it
+    const std::string& file = entry.first;
     const Model m = load_model(test::data_path("models/" + file));
-    CHECK_MESSAGE(model_params(m).main_total() == total, file);
+    CHECK_MESSAGE(model_params(m).main_total() == entry.second, file);
   }
   const Model neox = load_model(test::data_path("models/pythia-1.4b.json"));
   CHECK(neox.norm == NormKind::layernorm);
