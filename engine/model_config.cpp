@@ -78,7 +78,8 @@ void gpt_block(Draft& d) {
   d.mlp_bias.set(true, "model_type");
 }
 
-void read_family(const std::string& type, const Fields& c, Draft& d) {
+// The llama-like families: Llama, Mistral, Mixtral, Qwen 2/3 and their MoE variants.
+void read_llama_family(const std::string& type, const Fields& c, Draft& d) {
   if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen3" ||
       type == "qwen3_moe" || type == "qwen2_moe") {
     read_llama_like(c, d);
@@ -112,6 +113,10 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
     d.mlp_only_layers = c.int_list("mlp_only_layers", 0);
     d.mlp_only_field = "mlp_only_layers";
   }
+}
+
+// DeepSeek V2/V3: MLA attention, shared and routed experts, the first dense layers, MTP depths.
+void read_deepseek_family(const std::string& type, const Fields& c, Draft& d) {
   if (type == "deepseek_v3" || type == "deepseek_v2") {
     d.h.set(c.optional_int("hidden_size"), "hidden_size");
     d.L.set(c.optional_int("num_hidden_layers"), "num_hidden_layers");
@@ -138,6 +143,10 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
     d.norm.set(std::string("rms"), "model_type");
     d.moe_deepseek_rule = true;
   }
+}
+
+// The GPT block's families: Megatron GPT, Nemotron, GPT-2, StarCoder2, GPT-NeoX.
+void read_gpt_family(const std::string& type, const Fields& c, Draft& d) {
   if (type == "gpt") {
     // Megatron-Core's (and NeMo's) GPT — GPT-3 and its kin — written with Hugging Face's llama
     // field names, as the measured runs' cases write it: LayerNorm, biases on every projection
@@ -159,24 +168,18 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
     d.gated.set(false, "model_type");
     d.norm.set(std::string("ln"), "model_type");
   }
-  if (type == "phi3") {
-    // transformers' Phi3: llama's block with q/k/v and gate/up each fused into one matrix (the same
-    // weights), RMSNorm, no biases, untied unless the config ties.
-    read_llama_like(c, d);
-  }
-  if (type == "granite" || type == "granitemoe") {
-    // IBM Granite 3: llama's block; its embedding/residual/logit multipliers scale values, not
-    // weights. GraniteMoe: every layer's MLP is num_local_experts experts of intermediate_size,
-    // num_experts_per_tok routed, a bias-free router (transformers' modeling_granitemoe.py).
-    read_llama_like(c, d);
-    read_attention_bias(c, d);
-    d.mlp_bias.set(c.optional_bool("mlp_bias"), "mlp_bias");
-    if (type == "granitemoe") {
-      d.E.set(c.optional_int("num_local_experts"), "num_local_experts");
-      d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
-      d.f_e.set(c.optional_int("intermediate_size"), "intermediate_size");
-      d.moe_every_layer = true;
-    }
+  if (type == "gpt2") {
+    d.h.set(c.optional_int("n_embd"), "n_embd");
+    d.L.set(c.optional_int("n_layer"), "n_layer");
+    d.a.set(c.optional_int("n_head"), "n_head");
+    d.V.set(c.optional_int("vocab_size"), "vocab_size");
+    d.f.set(c.optional_int("n_inner"), "n_inner");
+    d.P_pos.set(c.optional_int("n_positions", 0), "n_positions");
+    d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
+    gpt_block(d);
+    d.attention_dropout = c.optional_number("attn_pdrop", 0, 1).value_or(0) > 0;
+    d.hidden_dropout = c.optional_number("resid_pdrop", 0, 1).value_or(0) > 0;
+    d.embedding_dropout = c.optional_number("embd_pdrop", 0, 1).value_or(0) > 0;
   }
   if (type == "starcoder2") {
     // StarCoder2: GQA with RoPE, LayerNorm, a bias on every projection (use_bias), an ungated GeLU
@@ -200,19 +203,36 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
     d.o_bias.set(bias, "attention_bias");
     d.tie.set(c.optional_bool("tie_word_embeddings").value_or(false), "tie_word_embeddings");
   }
-  if (type == "gpt2") {
-    d.h.set(c.optional_int("n_embd"), "n_embd");
-    d.L.set(c.optional_int("n_layer"), "n_layer");
-    d.a.set(c.optional_int("n_head"), "n_head");
-    d.V.set(c.optional_int("vocab_size"), "vocab_size");
-    d.f.set(c.optional_int("n_inner"), "n_inner");
-    d.P_pos.set(c.optional_int("n_positions", 0), "n_positions");
-    d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
-    gpt_block(d);
-    d.attention_dropout = c.optional_number("attn_pdrop", 0, 1).value_or(0) > 0;
-    d.hidden_dropout = c.optional_number("resid_pdrop", 0, 1).value_or(0) > 0;
-    d.embedding_dropout = c.optional_number("embd_pdrop", 0, 1).value_or(0) > 0;
+}
+
+// Llama's block under other names: Phi-3, Granite and GraniteMoe.
+void read_llama_block_family(const std::string& type, const Fields& c, Draft& d) {
+  if (type == "phi3") {
+    // transformers' Phi3: llama's block with q/k/v and gate/up each fused into one matrix (the same
+    // weights), RMSNorm, no biases, untied unless the config ties.
+    read_llama_like(c, d);
   }
+  if (type == "granite" || type == "granitemoe") {
+    // IBM Granite 3: llama's block; its embedding/residual/logit multipliers scale values, not
+    // weights. GraniteMoe: every layer's MLP is num_local_experts experts of intermediate_size,
+    // num_experts_per_tok routed, a bias-free router (transformers' modeling_granitemoe.py).
+    read_llama_like(c, d);
+    read_attention_bias(c, d);
+    d.mlp_bias.set(c.optional_bool("mlp_bias"), "mlp_bias");
+    if (type == "granitemoe") {
+      d.E.set(c.optional_int("num_local_experts"), "num_local_experts");
+      d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
+      d.f_e.set(c.optional_int("intermediate_size"), "intermediate_size");
+      d.moe_every_layer = true;
+    }
+  }
+}
+
+void read_family(const std::string& type, const Fields& c, Draft& d) {
+  read_llama_family(type, c, d);
+  read_deepseek_family(type, c, d);
+  read_gpt_family(type, c, d);
+  read_llama_block_family(type, c, d);
 }
 
 // The `model:` block: symbols of memory-model.md §2.1.1 written in ASCII; they override the
