@@ -155,18 +155,9 @@ void write_groups_table(const std::vector<Group>& groups, const std::string& by,
 
 void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& unestimated, const std::string& group_by,
                          std::ostream& out) {
-  const auto& rows = s.rows;
-  const auto& abs_errors = s.abs_errors;
-  const auto& tokens_abs = s.tokens_abs;
-  const Row* under = s.under;
-  const Row* over = s.over;
-  const Row* tok_under = s.tok_under;
-  const Row* tok_over = s.tok_over;
-  const double med = s.med, tokens_med = s.tokens_med;
-  const std::int64_t within = s.within;
   JsonWriter j(out);
   j.begin_object().key("cases").begin_array();
-  for (const auto& r : rows) {
+  for (const auto& r : s.rows) {
     j.begin_object().field("id", r.c->id).field("estimate_gib", r.estimate_gib);
     j.key("measured_gib");
     if (r.c->measured_gib)
@@ -203,23 +194,23 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
   j.end_array();
   j.key("summary")
       .begin_object()
-      .field("cases", static_cast<std::int64_t>(rows.size()))
-      .field("memory_cases", static_cast<std::int64_t>(abs_errors.size()))
-      .field("median_abs_error", med)
-      .field("within_10_percent", static_cast<std::int64_t>(within));
-  if (under) {
-    j.field("worst_under_id", under->c->id)
-        .field("worst_under_error", *under->error)
-        .field("worst_over_id", over->c->id)
-        .field("worst_over_error", *over->error);
+      .field("cases", static_cast<std::int64_t>(s.rows.size()))
+      .field("memory_cases", static_cast<std::int64_t>(s.abs_errors.size()))
+      .field("median_abs_error", s.med)
+      .field("within_10_percent", static_cast<std::int64_t>(s.within));
+  if (s.under) {
+    j.field("worst_under_id", s.under->c->id)
+        .field("worst_under_error", *s.under->error)
+        .field("worst_over_id", s.over->c->id)
+        .field("worst_over_error", *s.over->error);
   }
-  j.field("throughput_cases", static_cast<std::int64_t>(tokens_abs.size()));
-  if (!tokens_abs.empty()) {
-    j.field("throughput_median_abs_error", tokens_med)
-        .field("throughput_worst_under_id", tok_under->c->id)
-        .field("throughput_worst_under_error", *tok_under->tokens_error)
-        .field("throughput_worst_over_id", tok_over->c->id)
-        .field("throughput_worst_over_error", *tok_over->tokens_error);
+  j.field("throughput_cases", static_cast<std::int64_t>(s.tokens_abs.size()));
+  if (!s.tokens_abs.empty()) {
+    j.field("throughput_median_abs_error", s.tokens_med)
+        .field("throughput_worst_under_id", s.tok_under->c->id)
+        .field("throughput_worst_under_error", *s.tok_under->tokens_error)
+        .field("throughput_worst_over_id", s.tok_over->c->id)
+        .field("throughput_worst_over_error", *s.tok_over->tokens_error);
   }
   j.end_object();
   if (!group_by.empty()) write_groups_json(j, groups_of(s, group_by));
@@ -235,19 +226,10 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
 
 void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& unestimated,
                           const std::string& group_by, std::ostream& out) {
-  const auto& rows = s.rows;
-  const auto& abs_errors = s.abs_errors;
-  const auto& tokens_abs = s.tokens_abs;
-  const Row* under = s.under;
-  const Row* over = s.over;
-  const Row* tok_under = s.tok_under;
-  const Row* tok_over = s.tok_over;
-  const double med = s.med, tokens_med = s.tokens_med;
-  const std::int64_t within = s.within;
   TextTable t;
   auto percent = [](double e) { return (e >= 0 ? "+" : "") + fixed(100 * e, 1) + "%"; };
   t.row({"case", "metric", "estimate GiB", "measured GiB", "error", "stage", "tok/s est", "tok/s meas", "error"});
-  for (const auto& r : rows) {
+  for (const auto& r : s.rows) {
     const bool has_tokens = r.c->measured_tokens_per_sec.has_value();
     t.row({r.c->id, to_string(r.c->metric), fixed(r.estimate_gib, 2),
            r.c->measured_gib ? fixed(*r.c->measured_gib, 2) : "-", r.error ? percent(*r.error) : "-",
@@ -256,23 +238,23 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
            r.tokens_error ? percent(*r.tokens_error) : "-"});
   }
   t.print(out);
-  out << "\n" << rows.size() << " cases";
-  if (abs_errors.size() != rows.size()) out << ", " << abs_errors.size() << " with memory";
-  out << "; median absolute error " << fixed(100 * med, 1) << "%; " << within << " within 10%\n";
-  if (under) {
+  out << "\n" << s.rows.size() << " cases";
+  if (s.abs_errors.size() != s.rows.size()) out << ", " << s.abs_errors.size() << " with memory";
+  out << "; median absolute error " << fixed(100 * s.med, 1) << "%; " << s.within << " within 10%\n";
+  if (s.under) {
     // Signed as the table prints them ("+3.2%", "-9.9%"): with one case, or every case on one
-    // side, the worst over-estimate can be an under-estimate (it printed "+-24.1%").
-    out << "worst under-estimate " << under->c->id << " " << percent(*under->error) << "; worst over-estimate "
-        << over->c->id << " " << percent(*over->error) << "\n";
+    // side, the worst s.over-estimate can be an s.under-estimate (it printed "+-24.1%").
+    out << "worst under-estimate " << s.under->c->id << " " << percent(*s.under->error) << "; worst over-estimate "
+        << s.over->c->id << " " << percent(*s.over->error) << "\n";
   }
-  if (!tokens_abs.empty()) {
-    out << "throughput: " << tokens_abs.size() << " cases; median absolute error " << fixed(100 * tokens_med, 1)
-        << "%; worst under " << tok_under->c->id << " " << percent(*tok_under->tokens_error) << "; worst over "
-        << tok_over->c->id << " " << percent(*tok_over->tokens_error) << "\n";
+  if (!s.tokens_abs.empty()) {
+    out << "throughput: " << s.tokens_abs.size() << " cases; median absolute error " << fixed(100 * s.tokens_med, 1)
+        << "%; worst under " << s.tok_under->c->id << " " << percent(*s.tok_under->tokens_error) << "; worst over "
+        << s.tok_over->c->id << " " << percent(*s.tok_over->tokens_error) << "\n";
   }
   std::string implausible;
   std::size_t n_implausible = 0;
-  for (const auto& r : rows) {
+  for (const auto& r : s.rows) {
     if (!r.measured_mfu || *r.measured_mfu <= 1) continue;
     ++n_implausible;
     implausible += " " + r.c->id + " (" + fixed(*r.measured_mfu, 2) + ")";
