@@ -21,39 +21,36 @@ namespace {
 
 std::string gib(double bytes) { return fixed(bytes / kGiB, 2); }
 
-// What both formats print: the explanation, and the overflowing stage's terms, largest first.
+// What both formats print: the inputs, the explanation, its peak stage and that stage's terms,
+// largest first, with how far the peak is over the budget. The writers bind its fields by name.
 struct Explained {
-  const StrategyInputs& in;
+  const Model& model;
+  const Cluster& cluster;
+  const Run& run;
+  const Strategy& s;
   const Explanation& e;
+  const MemoryReport& r;
+  bool valid;
+  const StageMemory* peak;  // null for an invalid strategy
   std::vector<std::pair<std::string, double>> terms;
-  double excess = 0;
-  bool valid() const { return e.broken.empty(); }
-  const StageMemory* peak() const {
-    return valid() ? &e.memory.stages[static_cast<std::size_t>(e.memory.peak_stage)] : nullptr;
-  }
+  double excess;
 };
 
 Explained explained(const StrategyInputs& in, const Explanation& e) {
-  Explained x{in, e, {}, 0};
-  if (const StageMemory* peak = x.peak()) {
-    x.terms = stage_terms(*peak);
+  const bool valid = e.broken.empty();
+  const MemoryReport& r = e.memory;
+  Explained x{in.model, in.cluster, in.run, in.strategy, e, r, valid, nullptr, {}, 0};
+  if (valid) {
+    x.peak = &r.stages[static_cast<std::size_t>(r.peak_stage)];
+    x.terms = stage_terms(*x.peak);
     std::stable_sort(x.terms.begin(), x.terms.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    x.excess = e.memory.peak - e.memory.budget;
+    x.excess = r.peak - r.budget;
   }
   return x;
 }
 
 void write_explain_json(const Explained& x, std::ostream& out) {
-  const Model& model = x.in.model;
-  const Cluster& cluster = x.in.cluster;
-  const Run& run = x.in.run;
-  const Strategy& s = x.in.strategy;
-  const Explanation& e = x.e;
-  const MemoryReport& r = e.memory;
-  const bool valid = x.valid();
-  const StageMemory* peak = x.peak();
-  const auto& terms = x.terms;
-  const double excess = x.excess;
+  const auto& [model, cluster, run, s, e, r, valid, peak, terms, excess] = x;
   JsonWriter j(out);
   j.begin_object().key("strategy");
   write_strategy_json(j, s);
@@ -108,16 +105,7 @@ void write_explain_json(const Explained& x, std::ostream& out) {
 }
 
 void write_explain_text(const Explained& x, std::ostream& out) {
-  const Model& model = x.in.model;
-  const Cluster& cluster = x.in.cluster;
-  const Run& run = x.in.run;
-  const Strategy& s = x.in.strategy;
-  const Explanation& e = x.e;
-  const MemoryReport& r = e.memory;
-  const bool valid = x.valid();
-  const StageMemory* peak = x.peak();
-  const auto& terms = x.terms;
-  const double excess = x.excess;
+  const auto& [model, cluster, run, s, e, r, valid, peak, terms, excess] = x;
   out << "strategy " << strategy_to_string(s) << "\n";
   if (!valid) {
     out << "INVALID:\n";
@@ -194,7 +182,7 @@ int command_explain(const std::vector<std::string>& args, std::ostream& out, std
   } else {
     write_explain_text(x, out);
   }
-  return x.valid() && e.memory.fits ? 0 : 1;
+  return x.valid && e.memory.fits ? 0 : 1;
 }
 
 }  // namespace meshfit
