@@ -25,21 +25,18 @@ namespace {
 // s's values there already, else made (into the table's entry, or into `local` without one).
 const KindFigures& kinds_of(KindTable* table, std::optional<KindFigures>& local, const Model& m, const Run& run,
                             const Strategy& s, double n_cp) {
-  bool filled = false;
-  KindFigures* entry = table ? table->find(s, 0, filled) : nullptr;
-  if (entry && filled) return *entry;
-  if (!entry) entry = &local.emplace();
-  const double g_kv = rules_profile(run).gathered_kv(m, run, s);
-  entry->params[0] = layer_rank_params(m, s, FfnKind::dense);
-  entry->kinds[0] = kind_activation(m, run, s, FfnKind::dense, n_cp, g_kv);
-  if (m.is_moe()) {
-    entry->params[1] = layer_rank_params(m, s, FfnKind::moe);
-    entry->kinds[1] = kind_activation(m, run, s, FfnKind::moe, n_cp, g_kv);
-  } else {
-    entry->kinds[1] = entry->kinds[0];
-    entry->params[1] = entry->params[0];
-  }
-  return *entry;
+  return found_or_made(table, s, 0, local, [&](KindFigures& entry) {
+    const double g_kv = rules_profile(run).gathered_kv(m, run, s);
+    entry.params[0] = layer_rank_params(m, s, FfnKind::dense);
+    entry.kinds[0] = kind_activation(m, run, s, FfnKind::dense, n_cp, g_kv);
+    if (m.is_moe()) {
+      entry.params[1] = layer_rank_params(m, s, FfnKind::moe);
+      entry.kinds[1] = kind_activation(m, run, s, FfnKind::moe, n_cp, g_kv);
+    } else {
+      entry.kinds[1] = entry.kinds[0];
+      entry.params[1] = entry.params[0];
+    }
+  });
 }
 
 // What every stage's walk reads, made once per estimate.

@@ -32,15 +32,12 @@ namespace {
 // the walk has met s's values there already, else made (into `local` without a table).
 const LayerTimes& layer_times_of(LayerTimeTable* table, std::optional<LayerTimes>& local, const Model& m,
                                  const Run& run, const Device& d, const Strategy& s) {
-  bool filled = false;
-  LayerTimes* entry = table ? table->find(s, s.schedule == Schedule::dualpipev ? 1 : 0, filled) : nullptr;
-  if (entry && filled) return *entry;
-  if (!entry) entry = &local.emplace();
-  entry->times[0] = layer_time(m, run, d, s, FfnKind::dense);
-  entry->times[1] = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : entry->times[0];
-  entry->params[0] = layer_rank_params(m, s, FfnKind::dense);
-  entry->params[1] = m.is_moe() ? layer_rank_params(m, s, FfnKind::moe) : entry->params[0];
-  return *entry;
+  return found_or_made(table, s, s.schedule == Schedule::dualpipev ? 1 : 0, local, [&](LayerTimes& entry) {
+    entry.times[0] = layer_time(m, run, d, s, FfnKind::dense);
+    entry.times[1] = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : entry.times[0];
+    entry.params[0] = layer_rank_params(m, s, FfnKind::dense);
+    entry.params[1] = m.is_moe() ? layer_rank_params(m, s, FfnKind::moe) : entry.params[0];
+  });
 }
 
 // What every stage of one estimate reads: the kinds' times and parameters, the head's kernels,

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -77,5 +78,18 @@ class TripleTable {
   std::vector<Entry> entries_;         // grown, never shrunk: the largest triple's size
   std::vector<unsigned char> filled_;  // per entry: its figures made in this triple
 };
+
+// The entry of `s` under `flag` in `table` (null: no table), filled by `make(entry)` the first
+// time the walk meets s's values; without a table, made into `local`.
+template <class Entry, class Make>
+const Entry& found_or_made(TripleTable<Entry>* table, const Strategy& s, std::size_t flag, std::optional<Entry>& local,
+                           Make&& make) {
+  bool filled = false;
+  Entry* entry = table ? table->find(s, flag, filled) : nullptr;
+  if (entry && filled) return *entry;
+  if (!entry) entry = &local.emplace();
+  make(*entry);
+  return *entry;
+}
 
 }  // namespace meshfit
