@@ -9,6 +9,7 @@
 #include "engine/input_error.hpp"
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
+#include "engine/time_terms.hpp"
 #include "engine/model_config.hpp"
 #include "engine/strategy_inputs.hpp"
 #include "engine/strategy_string.hpp"
@@ -35,13 +36,6 @@ std::vector<std::size_t> shown_stages(const MemoryReport& r) {
   std::sort(idx.begin(), idx.end());
   idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
   return idx;
-}
-
-// (JSON key, seconds) of the time terms of cli.md, summing to the step time.
-std::vector<std::pair<const char*, double>> time_terms(const TimeReport& t) {
-  return {{"forward", t.forward}, {"backward", t.backward}, {"recompute", t.recompute}, {"comm_tp", t.comm_tp},
-          {"comm_cp", t.comm_cp}, {"comm_ep", t.comm_ep},   {"comm_pp", t.comm_pp},     {"comm_zero", t.comm_zero},
-          {"bubble", t.bubble},   {"comm_dp", t.comm_dp},   {"optimizer", t.optimizer}};
 }
 
 void write_time_table(const TimeReport& t, std::ostream& out) {

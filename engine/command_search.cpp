@@ -35,6 +35,7 @@
 #include "engine/trainer_export.hpp"
 #include "engine/yaml_fields.hpp"
 #include "search/evaluator/memory_evaluator.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 #include "search/search_verifier.hpp"
 #include "search/search_workspace.hpp"
 #include "search/strategy_search.hpp"
@@ -333,10 +334,12 @@ int search_one(const SearchFlags& f, OutputFormat format, std::optional<TrainerF
     const std::string svg = front_chart_svg(result, title);
     if (!f.plot_file.empty()) write_file_atomically(f.plot_file, svg, "--plot");
     if (!f.report_file.empty()) {
-      MemoryReport chosen;
-      if (!result.front.empty())
-        chosen = estimate_memory(model, run, cluster, result.front.front().strategy, options.headroom_bytes);
-      write_file_atomically(f.report_file, html_report(model, cluster, run, result, chosen, svg), "--report");
+      std::vector<FrontDetail> details;
+      for (const auto& x : result.front) {
+        details.push_back({estimate_memory(model, run, cluster, x.strategy, options.headroom_bytes),
+                           estimate_step_time(model, run, cluster, x.strategy)});
+      }
+      write_file_atomically(f.report_file, html_report(model, cluster, run, result, details, svg), "--report");
     }
   }
   if (exported && !f.export_out.empty()) write_file_atomically(f.export_out, exported->text, "--export-out");

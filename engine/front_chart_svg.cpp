@@ -162,8 +162,9 @@ void write_front(std::ostringstream& o, const SearchResult& r, const ChartFrame&
         break;
       }
     }
-    o << "<g><title>" << i + 1 << ": " << xml_escape(strategy_to_string(x.strategy)) << " | "
-      << fixed(x.peak_bytes / kGiB, 2) << " GiB, " << fixed(x.step_s, 3) << " s/step</title>"
+    o << "<g class=\"pt\" data-front=\"" << i + 1 << "\"><title>" << i + 1 << ": "
+      << xml_escape(strategy_to_string(x.strategy)) << " | " << fixed(x.peak_bytes / kGiB, 2) << " GiB, "
+      << fixed(x.step_s, 3) << " s/step</title>"
       << "<circle cx=\"" << fixed(cx, 1) << "\" cy=\"" << fixed(cy, 1)
       << "\" r=\"4\" fill=\"#e67e22\" stroke=\"#7a3d00\"/>";
     if (place) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "engine/dimension_columns.hpp"
 #include "engine/memory_terms.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
@@ -19,51 +20,6 @@ std::string row_flags(const ScoredStrategy& x, bool top, double budget, double f
   std::string f = tight(x, budget, fraction) ? "tight" : "";
   if (top && x.dominated) f += std::string(f.empty() ? "" : ",") + "dom";  // the table's legend says so
   return f;
-}
-
-// Which of strategy_dims' dimensions the tables give a column: dp, tp, pp, mbs and m always, and
-// every other one whose value differs between the rows (all of them with --wide). A dimension
-// with one value on every row is said once above the tables, unless that value is neutral.
-struct DimColumns {
-  std::vector<std::size_t> shown;
-  std::string common;  // "cp=2, cp_algo=ring, ep=8"
-};
-
-// A column's heading: the strategy string's key, shortened where the key is much wider than its values.
-std::string column_label(const std::string& key) {
-  if (key == "shard_group") return "G";
-  if (key == "recompute_layers") return "n_rc";
-  return key;
-}
-
-bool core_dim(const std::string& key) {
-  return key == "dp" || key == "tp" || key == "pp" || key == "mbs" || key == "m";
-}
-
-// A table cell: the value, or "-" where it is neutral (beyond the core dimensions, without --wide).
-std::string cell_of(const StrategyDim& d, bool wide) { return d.neutral && !wide && !core_dim(d.key) ? "-" : d.value; }
-
-DimColumns dim_columns(const SearchResult& r, bool wide) {
-  std::vector<std::vector<StrategyDim>> rows;
-  for (const auto& x : r.front) rows.push_back(strategy_dims(x.strategy));
-  for (const auto& x : r.top) rows.push_back(strategy_dims(x.strategy));
-  DimColumns c;
-  const std::vector<StrategyDim> names = strategy_dims(Strategy{});
-  for (std::size_t k = 0; k < names.size(); ++k) {
-    const std::string key = names[k].key;
-    if (key == "cp_u" && !wide) continue;  // in the cp_algo cell ("hybrid:2")
-    bool varies = false, neutral = true;
-    for (const auto& dims : rows) {
-      varies = varies || cell_of(dims[k], wide) != cell_of(rows.front()[k], wide);
-      neutral = neutral && dims[k].neutral;
-    }
-    if (wide || core_dim(key) || varies) {
-      c.shown.push_back(k);
-    } else if (!rows.empty() && !neutral) {
-      c.common += (c.common.empty() ? "" : ", ") + key + "=" + rows.front()[k].value;
-    }
-  }
-  return c;
 }
 
 void write_records(const std::vector<ScoredStrategy>& xs, bool top, const DimColumns& cols, const SearchReport& rep,
@@ -82,13 +38,7 @@ void write_records(const std::vector<ScoredStrategy>& xs, bool top, const DimCol
   for (const auto& x : xs) {
     const std::vector<StrategyDim> dims = strategy_dims(x.strategy);
     std::vector<std::string> cells;
-    for (std::size_t k : cols.shown) {
-      std::string cell = cell_of(dims[k], rep.wide);
-      if (!rep.wide && std::string(dims[k].key) == "cp_algo" && x.strategy.cp_algo == CpAlgo::hybrid) {
-        cell += ":" + std::to_string(x.strategy.cp_u);  // the Ulysses degree of the hybrid
-      }
-      cells.push_back(std::move(cell));
-    }
+    for (std::size_t k : cols.shown) cells.push_back(dimension_cell(x.strategy, dims[k], rep.wide));
     cells.push_back(fixed(x.step_s, 3));
     cells.push_back(fixed(x.peak_bytes / kGiB, 2));
     if (rep.wide) cells.push_back(std::to_string(x.peak_stage));
@@ -210,7 +160,10 @@ void write_search_table(const SearchReport& rep, std::ostream& out) {
       << printable(rep.cluster.device.name) << ", seq " << rep.run.seq << ", global batch " << rep.run.global_batch
       << "; budget " << fixed(r.budget / kGiB, 2) << " GiB per device\n";
   if (r.interrupted) out << "INTERRUPTED: the results below cover only the part of the space searched\n";
-  const DimColumns cols = dim_columns(r, rep.wide);
+  std::vector<Strategy> shown;
+  for (const auto& x : r.front) shown.push_back(x.strategy);
+  for (const auto& x : r.top) shown.push_back(x.strategy);
+  const DimColumns cols = dim_columns(shown, rep.wide);
   if (!cols.common.empty()) out << "every strategy below has " << cols.common << "\n";
   out << "\nPareto front (" << r.front.size() << "), fastest first:\n";
   write_records(r.front, false, cols, rep, out);

@@ -64,11 +64,18 @@ TEST_CASE("search --plot: a well-formed SVG with the front's points, the budget 
   const std::string html = slurp(dir / "report.html");
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK(html.find("</html>") != std::string::npos);
-  CHECK(count_of(html, "<svg") == 2);          // the chart and the stage bars
-  CHECK(count_of(html, "<tr><td>") == front);  // one front row per strategy
-  CHECK(html.find(">stage 0</text>") != std::string::npos);
-  CHECK(html.find(">stage 1</text>") != std::string::npos);
-  CHECK(html.find(">stage 2</text>") == std::string::npos);
+  // The chart, and per front strategy its stage bars and its step-time bar.
+  CHECK(count_of(html, "<svg") == 1 + 2 * front);
+  CHECK(count_of(html, "<tr data-i=\"") == front);              // one front row per strategy
+  CHECK(count_of(html, "<section class=\"detail\"") == front);  // and one breakdown
+  CHECK(count_of(html, " hidden=\"hidden\"") == front - 1);     // all but the fastest's at first
+  // The fastest's breakdown: pp=2, its two stages.
+  const std::size_t first = html.find("<section class=\"detail\" data-i=\"1\"");
+  REQUIRE(first != std::string::npos);
+  const std::string fastest = html.substr(first, html.find("</section>", first) - first);
+  CHECK(fastest.find(">stage 0</text>") != std::string::npos);
+  CHECK(fastest.find(">stage 1</text>") != std::string::npos);
+  CHECK(fastest.find(">stage 2</text>") == std::string::npos);
   // The chart inside the page is the same document, without the XML declaration.
   const std::string embedded = html.substr(html.find("<svg"), html.find("</svg>") + 6 - html.find("<svg"));
   CHECK(!xml_elements("<?xml version=\"1.0\"?>\n" + embedded).empty());
