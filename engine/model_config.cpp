@@ -34,6 +34,13 @@ struct Sourced {
 struct Draft {
   Sourced<std::int64_t> h, L, a, n_kv, d_h, V, f, P_pos;
   Sourced<bool> gated, qkv_bias, o_bias, mlp_bias, qk_norm, tie, router_bias, shared_gate;
+  Sourced<bool> qk_norm_full, sinks, norm_bias;
+  Sourced<std::int64_t> norms_per_layer, window;
+  // Which layers attend within `window`: layer_types as the config lists them, else every layer
+  // but each full_every-th (transformers' default pattern of the family; 0: none windowed).
+  std::vector<std::string> layer_types;
+  std::string layer_types_field;
+  std::int64_t full_every = 0;
   Sourced<std::string> norm, attention;
   Sourced<std::int64_t> E, k, f_e, n_s, f_se, L_0, q_moe, sparse_step, n_mtp;
   Sourced<std::int64_t> r_q, r_kv, d_nope, d_rope, d_v;
@@ -45,8 +52,9 @@ struct Draft {
 };
 
 const std::vector<std::string> kTypes = {
-    "llama", "mistral", "mixtral",  "qwen2", "qwen3",   "qwen3_moe",  "qwen2_moe",  "deepseek_v3", "deepseek_v2",
-    "gpt2",  "gpt",     "nemotron", "phi3",  "granite", "granitemoe", "starcoder2", "gpt_neox"};
+    "llama",       "mistral", "mixtral", "qwen2",       "qwen3", "qwen3_moe", "qwen2_moe",  "deepseek_v3",
+    "deepseek_v2", "gpt2",    "gpt",     "nemotron",    "phi3",  "granite",   "granitemoe", "starcoder2",
+    "gpt_neox",    "gpt_oss", "gemma2",  "gemma3_text", "olmo2", "olmoe",     "cohere2"};
 
 // Fields every llama-like family shares (§2.1.2, row `llama`).
 void read_llama_like(const Fields& c, Draft& d) {
@@ -228,11 +236,78 @@ void read_llama_block_family(const std::string& type, const Fields& c, Draft& d)
   }
 }
 
+// The sliding window and which layers use it: the config's layer_types ("sliding_attention" /
+// "full_attention"), else the family's pattern, every `full_every`-th layer full.
+void read_windows(const Fields& c, Draft& d, std::int64_t full_every) {
+  d.window.set(c.optional_int("sliding_window"), "sliding_window");
+  d.layer_types = c.string_list("layer_types");
+  d.layer_types_field = "layer_types";
+  d.full_every = full_every;
+}
+
+// Newer llama-like blocks: OLMo 2 and OLMoE (whole-projection q/k norms), Gemma 2 and 3 (four
+// norms a layer, GeGLU, alternating sliding windows), Cohere 2 (a parallel block on one
+// bias-free LayerNorm), gpt-oss (biased MoE, attention sinks, alternating sliding windows).
+void read_newer_llama_family(const std::string& type, const Fields& c, Draft& d) {
+  if (type == "olmo2" || type == "olmoe") {
+    // transformers' modeling_olmo2.py / modeling_olmoe.py: q_norm over a·d_h, k_norm over n_kv·d_h;
+    // OLMo 2 normalises each sublayer's output (post-norm, still two norms a layer).
+    read_llama_like(c, d);
+    read_attention_bias(c, d);
+    d.qk_norm.set(true, "model_type");
+    d.qk_norm_full.set(true, "model_type");
+    if (type == "olmoe") {
+      d.E.set(c.optional_int("num_experts"), "num_experts");
+      d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
+      d.f_e.set(c.optional_int("intermediate_size"), "intermediate_size");
+      d.moe_every_layer = true;
+    }
+  }
+  if (type == "gemma2" || type == "gemma3_text") {
+    // modeling_gemma2.py / modeling_gemma3.py: input, post-attention, pre- and post-feedforward
+    // RMSNorms; tied tables by default; Gemma 3 adds per-head q/k norms and one full layer in six.
+    read_llama_like(c, d);
+    read_attention_bias(c, d);
+    d.norms_per_layer.set(4, "model_type");
+    d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
+    if (type == "gemma3_text") d.qk_norm.set(true, "model_type");
+    read_windows(c, d, type == "gemma2" ? 2 : c.optional_int("sliding_window_pattern").value_or(6));
+  }
+  if (type == "cohere2") {
+    // modeling_cohere2.py: one LayerNorm (weight, no bias) feeds attention and MLP in parallel;
+    // tied tables; three sliding-window layers to one full by default.
+    read_llama_like(c, d);
+    read_attention_bias(c, d);
+    d.norm.set(std::string("ln"), "model_type");
+    d.norm_bias.set(false, "model_type");
+    d.norms_per_layer.set(1, "model_type");
+    d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
+    read_windows(c, d, c.optional_int("sliding_window_pattern").value_or(4));
+  }
+  if (type == "gpt_oss") {
+    // modeling_gpt_oss.py: every layer MoE, num_local_experts experts of intermediate_size with
+    // biases on gate_up and down, a router with a bias, per-head attention sinks, q/k/v/o biases
+    // (attention_bias), sliding and full attention alternating.
+    read_llama_like(c, d);
+    d.qkv_bias.set(c.optional_bool("attention_bias").value_or(true), "attention_bias");
+    d.o_bias.set(c.optional_bool("attention_bias").value_or(true), "attention_bias");
+    d.E.set(c.optional_int("num_local_experts"), "num_local_experts");
+    d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
+    d.f_e.set(c.optional_int("intermediate_size"), "intermediate_size");
+    d.mlp_bias.set(true, "model_type");
+    d.router_bias.set(true, "model_type");
+    d.sinks.set(true, "model_type");
+    d.moe_every_layer = true;
+    read_windows(c, d, 2);
+  }
+}
+
 void read_family(const std::string& type, const Fields& c, Draft& d) {
   read_llama_family(type, c, d);
   read_deepseek_family(type, c, d);
   read_gpt_family(type, c, d);
   read_llama_block_family(type, c, d);
+  read_newer_llama_family(type, c, d);
 }
 
 // The `model:` block: symbols of memory-model.md §2.1.1 written in ASCII; they override the
@@ -327,6 +402,31 @@ void derive_layers(const Draft& d, const Fields& c, Model& m) {
   }
 }
 
+// Each body layer's attention window (Model::layer_window): none without a sliding_window.
+void derive_windows(const Draft& d, const Fields& c, Model& m) {
+  if (!d.window.value) return;
+  const auto L = static_cast<std::size_t>(m.layers);
+  m.layer_window.assign(L, 0);
+  if (!d.layer_types.empty()) {
+    if (d.layer_types.size() != L) {
+      c.fail(d.layer_types_field, "expected one entry per body layer (" + std::to_string(L) + "), got " +
+                                      std::to_string(d.layer_types.size()));
+    }
+    for (std::size_t l = 0; l < L; ++l) {
+      const std::string& t = d.layer_types[l];
+      if (t != "sliding_attention" && t != "full_attention") {
+        c.fail(d.layer_types_field, "expected 'sliding_attention' or 'full_attention', got " + quoted_text(t) +
+                                        " at layer " + std::to_string(l));
+      }
+      if (t == "sliding_attention") m.layer_window[l] = *d.window.value;
+    }
+  } else if (d.full_every > 0) {
+    for (std::size_t l = 0; l < L; ++l) {
+      if ((l + 1) % static_cast<std::size_t>(d.full_every) != 0) m.layer_window[l] = *d.window.value;
+    }
+  }
+}
+
 // Upper bounds on a model's sizes, far beyond every published model (the largest have 126 body
 // layers, hidden size 25,600, 384 routed experts, vocabularies of 256 k) and low enough that
 // every parameter and element count the estimators form in 64-bit integers stays exact (the
@@ -376,6 +476,10 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
   m.o_bias = d.o_bias.value.value_or(false);
   m.mlp_bias = d.mlp_bias.value.value_or(false);
   m.qk_norm = d.qk_norm.value.value_or(false);
+  m.qk_norm_full = d.qk_norm_full.value.value_or(false);
+  m.norm_bias = d.norm_bias.value.value_or(true);
+  m.norms_per_layer = d.norms_per_layer.value.value_or(2);
+  m.attention_sinks = d.sinks.value.value_or(false);
   m.tie = d.tie.value.value_or(false);
   m.positions = d.P_pos.value.value_or(0);
   m.router_bias = d.router_bias.value.value_or(false);
@@ -434,6 +538,7 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
   }
   derive_layers(d, c, m);
   m.moe_layers = std::count(m.layer_ffn.begin(), m.layer_ffn.end(), FfnKind::moe);
+  derive_windows(d, c, m);
 
   const bool has_dense = std::find(m.layer_ffn.begin(), m.layer_ffn.end(), FfnKind::dense) != m.layer_ffn.end();
   if (has_dense) {

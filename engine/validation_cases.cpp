@@ -28,13 +28,34 @@ const char* to_string(MemoryMetric m) {
 namespace {
 
 // The case's model block uses Hugging Face names with one schema for every MoE family
-// (num_experts, n_shared_experts, shared_expert_intermediate_size, first_k_dense_replace):
-// translate it to the family's own config fields.
-YAML::Node translate_model(const YAML::Node& in, const Fields& f) {
+// (num_experts, moe_intermediate_size, n_shared_experts, shared_expert_intermediate_size,
+// first_k_dense_replace): translate it to the family's own config fields. A model_type meshfit
+// does not know is read as llama's block, its experts (if any) given as symbols, and noted.
+YAML::Node translate_model(const YAML::Node& in, const Fields& f, std::vector<std::string>& notes) {
   YAML::Node out = YAML::Clone(in);
-  const std::string type = f.optional_string("model_type").value_or("");
+  std::string type = f.optional_string("model_type").value_or("");
+  const auto& known = known_model_types();
+  if (!type.empty() && std::find(known.begin(), known.end(), type) == known.end()) {
+    notes.push_back("model_type " + quoted_text(type) + " -> llama block" +
+                    (f.has("num_experts") ? " with its experts" : ""));
+    out["model_type"] = "llama";
+    if (f.has("num_experts")) {
+      out["model"]["E"] = in["num_experts"];
+      out["model"]["k"] = in["num_experts_per_tok"];
+      out["model"]["f_e"] = in["moe_intermediate_size"];
+    }
+    type = "llama";
+  }
   if (f.has("num_experts") && (type == "deepseek_v3" || type == "deepseek_v2")) {
     out["n_routed_experts"] = in["num_experts"];
+  }
+  // Families whose config names its experts num_local_experts, each intermediate_size wide.
+  const bool local_experts = type == "mixtral" || type == "granitemoe" || type == "gpt_oss";
+  if (f.has("num_experts") && local_experts && !f.has("num_local_experts")) {
+    out["num_local_experts"] = in["num_experts"];
+  }
+  if (f.has("moe_intermediate_size") && (local_experts || type == "olmoe")) {
+    out["intermediate_size"] = in["moe_intermediate_size"];
   }
   const std::int64_t shared = f.optional_int("n_shared_experts", 0).value_or(0);
   if (f.has("shared_expert_intermediate_size") && shared > 0) {
@@ -361,7 +382,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
 
   // Model.
   const Fields mf(c.raw("model"), src, "model");
-  vc.model = model_from_config(translate_model(c.raw("model"), mf), src + " model", vc.id);
+  vc.model = model_from_config(translate_model(c.raw("model"), mf, vc.defaults_taken), src + " model", vc.id);
 
   read_case_run(vc, c, src);
   read_case_strategy(vc, c, src);

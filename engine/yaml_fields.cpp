@@ -215,6 +215,18 @@ std::vector<std::int64_t> Fields::int_list(const std::string& key, std::int64_t 
   return out;
 }
 
+std::vector<std::string> Fields::string_list(const std::string& key) const {
+  std::vector<std::string> out;
+  if (!has(key)) return out;
+  const YAML::Node n = node_[key];
+  if (!n.IsSequence()) fail(key, "expected a list of strings, got " + describe(n));
+  for (const auto& item : n) {
+    if (!item.IsScalar()) fail(key, "expected a list of strings, got an element " + describe(item));
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
 std::optional<double> Fields::optional_number(const std::string& key, double min, double max) const {
   if (!has(key)) return std::nullopt;
   const YAML::Node n = node_[key];

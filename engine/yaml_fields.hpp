@@ -31,6 +31,7 @@ class Fields {
   std::int64_t required_int(const std::string& key, std::int64_t min = 1) const;
   std::optional<std::int64_t> optional_int(const std::string& key, std::int64_t min = 1) const;
   std::vector<std::int64_t> int_list(const std::string& key, std::int64_t min = 0) const;
+  std::vector<std::string> string_list(const std::string& key) const;
   // Finite numbers within [min, max].
   std::optional<double> optional_number(const std::string& key, double min, double max) const;
   std::optional<bool> optional_bool(const std::string& key) const;

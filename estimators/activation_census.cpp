@@ -96,20 +96,31 @@ double attention_block(const Model& m, const Run& run, const Strategy& s, Census
     scores();
   }
   c.add(Op::attMM, true, lin * a * dh);
+  if (m.norms_per_layer == 4) c.add(Op::normOp, false, o.beta_n * h);  // Gemma's post-attention norm input
   if (m.qk_norm) c.add(Op::normOp, true, o.beta_a * (a + kv) * dh);
   if (o.eager_rope) c.add(Op::other, true, o.beta_a * (a + kv) * dh);
   return flash ? o.beta_a * (a * dh + 2 * kv * dh) + 4 * a * dh + 4 * a
                : o.beta_a * 3 * a * dh + 2 * o.beta_sm * a * seq;
 }
 
+// What the FFN keeps of its input: its norm's input and the normed input the first matrices read;
+// Gemma's post-FFN norm keeps the FFN output too. A parallel block (Cohere 2: attention and FFN
+// read one normed input) keeps nothing more: autograd saves that tensor once, with attention.
+void ffn_input(const Model& m, const Run& run, Census& c) {
+  const double h = static_cast<double>(m.hidden);
+  if (m.norms_per_layer == 4) c.add(Op::normOp, false, run.options.beta_n * h);
+  if (m.norms_per_layer == 1) return;
+  c.add(Op::normOp, false, run.options.beta_n * h);
+  c.add(Op::ffMM, false, linear_input_bytes(run) * h);
+}
+
 // §7.4.3: dense FFN. Returns W_mlp.
 double dense_block(const Model& m, const Run& run, Census& c) {
   const RunOptions& o = run.options;
-  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn);
+  const double f = static_cast<double>(m.ffn);
   const double n_up = m.gated ? 2 : 1;
   const double lin = linear_input_bytes(run);
-  c.add(Op::normOp, false, o.beta_n * h);
-  c.add(Op::ffMM, false, lin * h);
+  ffn_input(m, run, c);
   c.add(Op::ffMM, true, o.beta_a * n_up * f);
   c.add(Op::ffAct, true, lin * f);
   if (m.gated && !o.fused_swiglu) c.add(Op::other, true, o.beta_a * f);
@@ -126,8 +137,7 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
   const double n_asg = k * rho;
   const double lin = linear_input_bytes(run);
-  c.add(Op::normOp, false, o.beta_n * h);
-  c.add(Op::ffMM, false, lin * h);
+  ffn_input(m, run, c);
   c.add(Op::ffMM, false, o.beta_a * (2 * E + k) + o.beta_a * h);  // router slot + combined output
   c.add(Op::ffMM, true, n_asg * (lin * h * static_cast<double>(s.etp) + o.beta_a * n_up * fe) + o.beta_a * n_up * fsh);
   c.add(Op::ffAct, true, n_asg * lin * fe + lin * fsh);

@@ -15,11 +15,21 @@ double flops_core(const LayerFlops& f) {
   return 0;
 }
 
+double window_share(const Model& m, double s) {
+  if (m.layer_window.empty()) return 1;
+  double share = 0;
+  for (std::int64_t window : m.layer_window) {
+    const double w = static_cast<double>(window);
+    share += window > 0 && w < s ? (w * s - w * (w - 1) / 2) / (kCausalFactor * s * s) : 1;
+  }
+  return share / static_cast<double>(m.layer_window.size());
+}
+
 LayerFlops layer_flops(const Model& m, FfnKind ffn, double n_tok, double s, double b, double load) {
   LayerFlops f;
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double d_qk = static_cast<double>(m.qk_head_dim()), d_v = static_cast<double>(m.v_dim());
-  const double core = kCausalFactor * 2 * b * s * s * a * (d_qk + d_v);
+  const double core = kCausalFactor * 2 * b * s * s * a * (d_qk + d_v) * window_share(m, s);
   if (m.attention == AttentionKind::mla) {
     const double rq = static_cast<double>(m.q_lora_rank), rkv = static_cast<double>(m.kv_lora_rank);
     const double d_nope = static_cast<double>(m.qk_nope_dim), d_rope = static_cast<double>(m.qk_rope_dim);

@@ -41,6 +41,12 @@ double flops_core(const LayerFlops& f);
 // κ: causal-mask factor on the attention core (§7.1).
 inline constexpr double kCausalFactor = 0.5;
 
+// The attention core's share of a full causal core, over the body layers: 1 without windows. A
+// query of a layer with window w < s attends min(i + 1, w) keys, w·s − w(w − 1)/2 in all against a
+// causal layer's s²/2 (κ). The layers' mean: exact for the model's total, and for a stage holding
+// a whole number of the window pattern (gpt-oss and Gemma 2 alternate, Gemma 3 repeats six).
+double window_share(const Model& m, double seq);
+
 // §7.2 for a body layer with FFN flavour `ffn`; `load` is ρ_e for the routed experts.
 LayerFlops layer_flops(const Model& m, FfnKind ffn, double tokens, double seq, double micro_batch, double load);
 // The output layer: 2·n_tok·h·V.

@@ -33,7 +33,19 @@ struct Model {
   bool o_bias = false;
   bool mlp_bias = false;
   bool qk_norm = false;
+  // OLMo 2 / OLMoE normalise the whole query and key projections (a·d_h and n_kv·d_h weights),
+  // Qwen3 and Gemma 3 each head (d_h weights each) (transformers' modeling_olmo2.py, modeling_qwen3.py).
+  bool qk_norm_full = false;
   bool tie = false;  // output head shares the embedding table
+  // Norms per body layer: 2 (pre-norm), 4 (Gemma 2/3: pre and post norms around attention and
+  // MLP), 1 (Cohere 2: attention and MLP in parallel on one normed input).
+  std::int64_t norms_per_layer = 2;
+  bool norm_bias = true;  // a LayerNorm's bias (Cohere's LayerNorm has none)
+  // gpt-oss: one learned sink logit per query head and layer (modeling_gpt_oss.py, `sinks`).
+  bool attention_sinks = false;
+  // Per body layer, the keys a query attends at most: a sliding window (Mistral, Gemma 2/3,
+  // Cohere 2, gpt-oss) or a chunk (Llama 4); 0 = every key before it. Empty: all 0.
+  std::vector<std::int64_t> layer_window;
 
   // Mixture of experts (E = 0 for a dense model).
   std::int64_t experts = 0;            // E, routed experts per MoE layer
@@ -68,7 +80,7 @@ struct Model {
   const MeasuredCensus* census_for(const std::string& kind) const;
   std::vector<std::string> input_warnings;  // non-fatal findings of the reader, for stderr
 
-  int norm_width_factor() const { return norm == NormKind::rms ? 1 : 2; }  // w_n = h or 2h
+  int norm_width_factor() const { return norm == NormKind::layernorm && norm_bias ? 2 : 1; }  // w_n = h or 2h
   std::int64_t norm_params() const { return norm_width_factor() * hidden; }
   bool is_moe() const { return experts > 0; }
   // MoE layers among layer_ffn; kept by whoever fills layer_ffn (the reader) so that the rule

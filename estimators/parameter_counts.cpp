@@ -9,7 +9,9 @@ void add_gqa_attention(const Model& m, std::int64_t kv, LayerParams& p) {
   const std::int64_t h = m.hidden, a = m.heads, d = m.head_dim;
   p.attention_split = h * a * d + 2 * h * kv * d + a * d * h;
   if (m.qkv_bias) p.attention_split += a * d + 2 * kv * d;
-  p.attention_repl = (m.o_bias ? h : 0) + (m.qk_norm ? 2 * d : 0);
+  if (m.attention_sinks) p.attention_split += a;  // one per head, split with the heads
+  const std::int64_t qk_norm = m.qk_norm_full ? (a + m.kv_heads) * d : 2 * d;
+  p.attention_repl = (m.o_bias ? h : 0) + (m.qk_norm ? qk_norm : 0);
 }
 
 // §4.3: multi-head latent attention. Down-projections (and the shared rotary key) are small and
@@ -37,7 +39,7 @@ LayerParams layer_params(const Model& m, FfnKind ffn, std::int64_t kv_heads_coun
   } else {
     add_gqa_attention(m, kv_heads_counted, p);
   }
-  p.norms = 2 * m.norm_params();  // §4.4
+  p.norms = m.norms_per_layer * m.norm_params();  // §4.4
 
   const std::int64_t n_mat = m.gated ? 3 : 2;
   const std::int64_t n_up = m.gated ? 2 : 1;

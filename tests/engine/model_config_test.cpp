@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -11,6 +12,8 @@
 
 #include "engine/input_error.hpp"
 #include "engine/model_config.hpp"
+#include "engine/validation_cases.hpp"
+#include "engine/yaml_fields.hpp"
 #include "estimators/parameter_counts.hpp"
 #include "test_support.hpp"
 
@@ -218,4 +221,85 @@ TEST_CASE("model types phi3, granite, granitemoe, starcoder2, gpt_neox: their pu
   const Model moe = load_model(test::data_path("models/granite-3.0-1b-a400m.json"));
   CHECK(moe.moe_layer_count() == 24);
   CHECK(moe.top_k == 8);
+}
+
+TEST_CASE("model types gpt_oss, gemma2, gemma3_text, olmo2, olmoe, cohere2: their published parameter counts") {
+  // Counted by hand from each config (tests/data/models/) and equal to the published totals:
+  // gpt-oss-120b: 2·201088·2880 (untied) + 36·(attention 2880·4096 + 2·2880·512 + 4096·2880 + biases
+  //   4096 + 2·512 + 2880 + sinks 64 = 26,550,144; experts 128·(2880·5760 + 5760 + 2880·2880 + 2880)
+  //   = 3,186,155,520; router 128·2880 + 128; norms 2·2880) + 2880 = 116,829,156,672 (OpenAI's model
+  //   card: 116.83B). gpt-oss-20b: the same block with 32 experts, 24 layers = 20,914,757,184 (20.91B).
+  // Gemma-2-9B: 256000·3584 (tied) + 42·(3584·4096 + 2·3584·2048 + 4096·3584 + 3·3584·14336 + 4·3584)
+  //   + 3584 = 9,241,705,984.
+  // Gemma-3-1B: 262144·1152 (tied) + 26·(1152·1024 + 2·1152·256 + 1024·1152 + 3·1152·6912 + 4·1152
+  //   + q/k norms 2·256) + 1152 = 999,885,952.
+  // OLMo-2-7B: 2·100352·4096 + 32·(4·4096² + 3·4096·11008 + 2·4096 + q/k norms 4096 + 4096) + 4096
+  //   = 7,298,617,344 (7.3B).
+  // OLMoE-1B-7B: 2·50304·2048 + 16·(4·2048² + q/k norms 2·2048 + router 64·2048 + 64·3·2048·1024 +
+  //   2·2048) + 2048 = 6,919,161,856 (6.9B, 1.3B active).
+  // Command R7B: 256000·4096 (tied) + 32·(2·4096² + 2·4096·1024 + 3·4096·14336 + one bias-free
+  //   LayerNorm 4096) + 4096 = 8,028,033,024 (8.03B).
+  const std::vector<std::pair<std::string, std::int64_t>> published = {
+      {"gpt-oss-120b.json", 116'829'156'672}, {"gpt-oss-20b.json", 20'914'757'184},
+      {"gemma-2-9b.json", 9'241'705'984},     {"gemma-3-1b.json", 999'885'952},
+      {"olmo-2-1124-7b.json", 7'298'617'344}, {"olmoe-1b-7b-0924.json", 6'919'161'856},
+      {"command-r7b.json", 8'028'033'024}};
+  for (const auto& entry : published) {
+    const Model m = load_model(test::data_path("models/" + entry.first));
+    CHECK_MESSAGE(model_params(m).main_total() == entry.second, entry.first);
+  }
+  // gpt-oss: 4 of 128 experts active: 5.13B per token (the model card's 5.1B active).
+  const Model oss = load_model(test::data_path("models/gpt-oss-120b.json"));
+  CHECK(model_params(oss).activated ==
+        579'133'440LL * 2 + 36LL * (26'550'144 + 4 * 24'891'840 + 368'768 + 5'760) + 2'880);
+  // Windows: gpt-oss alternates 128-token windows from layer 0 (its layer_types); Gemma 3 has one
+  // full layer in six (layers 5, 11, 17, 23), Command R7B one in four, Gemma 2 one in two.
+  CHECK(oss.layer_window.size() == 36);
+  CHECK(oss.layer_window[0] == 128);
+  CHECK(oss.layer_window[1] == 0);
+  const Model g3 = load_model(test::data_path("models/gemma-3-1b.json"));
+  CHECK(std::count(g3.layer_window.begin(), g3.layer_window.end(), 0) == 4);
+  CHECK(g3.layer_window[5] == 0);
+  CHECK(g3.layer_window[4] == 512);
+  const Model cohere = load_model(test::data_path("models/command-r7b.json"));
+  CHECK(std::count(cohere.layer_window.begin(), cohere.layer_window.end(), 0) == 8);
+  CHECK(cohere.norm == NormKind::layernorm);
+  CHECK(cohere.norm_params() == 4096);  // no bias
+  const Model g2 = load_model(test::data_path("models/gemma-2-9b.json"));
+  CHECK(g2.layer_window[0] == 4096);
+  CHECK(g2.layer_window[1] == 0);
+  CHECK(g2.tie);
+}
+
+TEST_CASE("layer_types must list every body layer, each sliding or full") {
+  const std::string bad = R"({"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+      "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 100, "sliding_window": 8,
+      "layer_types": ["sliding_attention"]})";
+  try {
+    model_from_config(parse_yaml_text(bad, "oss.json"), "oss.json", "oss");
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("field 'layer_types': expected one entry per body layer (2), got 1") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("validation cases: gpt_oss in the schema's names; an unknown model type read as llama's block") {
+  std::vector<UnestimatedCase> unestimated;
+  const auto cases = load_validation_cases(test::data_path("validation/new-model-types.yaml"), &unestimated);
+  REQUIRE(cases.size() == 2);
+  CHECK(unestimated.empty());
+  // num_experts and moe_intermediate_size become gpt-oss's num_local_experts and intermediate_size:
+  // the same 116,829,156,672 parameters as its config.json.
+  CHECK(model_params(cases[0].model).main_total() == 116'829'156'672);
+  CHECK(cases[0].defaults_taken.empty());
+  // mystery_moe: llama's block with 8 experts of 512 in every layer, and the row says so.
+  const Model& m = cases[1].model;
+  CHECK(m.experts == 8);
+  CHECK(m.top_k == 2);
+  CHECK(m.expert_ffn == 512);
+  CHECK(m.moe_layer_count() == 4);
+  REQUIRE(cases[1].defaults_taken.size() >= 1);
+  CHECK(cases[1].defaults_taken[0] == "model_type 'mystery_moe' -> llama block with its experts");
 }

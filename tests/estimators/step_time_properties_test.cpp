@@ -5,6 +5,7 @@
 
 #include "estimator_fixture.hpp"
 #include "estimators/collectives.hpp"
+#include "estimators/layer_flops.hpp"
 #include "estimators/layer_time.hpp"
 #include "search/evaluator/step_time_evaluator.hpp"
 
@@ -187,4 +188,26 @@ TEST_CASE("mla_cp_latent: the CP ring passes MLA's compressed latent (§7.5)") {
   c.run.options.mla_cp_latent = true;
   const double latent = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense).cp;
   CHECK(latent == doctest::Approx(4e-6 + 3 * 2359296.0 / 315e9).epsilon(1e-9));
+}
+
+TEST_CASE("window_share: the attention core of sliding-window layers, by hand") {
+  // gpt-oss alternates 128-token windows with full layers. At s = 4096 a windowed layer's queries
+  // attend 128·4096 − 128·127/2 = 516,160 keys in all, against 4096²/2 = 8,388,608 for a causal
+  // layer: share 0.06153106689453125; the two layers' mean 0.530765533447265625.
+  Model m;
+  m.layer_window = {128, 0};
+  CHECK(window_share(m, 4096) == doctest::Approx(0.530765533447265625).epsilon(1e-15));
+  // A window at least the sequence is no window; no windows at all is exactly 1.
+  CHECK(window_share(m, 100) == 1.0);
+  m.layer_window.clear();
+  CHECK(window_share(m, 4096) == 1.0);
+  // The core FLOPs follow: 2·b·s²·a·(d_qk + d_v)·κ·share.
+  m.hidden = 2880;
+  m.heads = 64;
+  m.kv_heads = 8;
+  m.head_dim = 64;
+  m.ffn = 2880;
+  m.layer_window = {128, 0};
+  const LayerFlops f = layer_flops(m, FfnKind::dense, 4096, 4096, 1, 1);
+  CHECK(flops_core(f) == doctest::Approx(0.5 * 2 * 4096.0 * 4096 * 64 * 128 * 0.530765533447265625));
 }
