@@ -10,6 +10,7 @@
 #include "engine/input_error.hpp"
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
+#include "engine/ranking_agreement.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
 #include "engine/validation_cases.hpp"
@@ -33,14 +34,15 @@ struct Row {
   std::optional<double> measured_mfu;
 };
 
-// The estimate comparable with the case's metric: allocated with allocated, reserved (or an
-// unstated metric) with reserved; the largest over stages, as the sources report the busiest rank.
+// The estimate comparable with the case's metric: allocated with allocated, reserved with
+// reserved, an unstated metric as the framework reports memory (ValidationCase::compared); the
+// largest over stages, as the sources report the busiest rank.
 Row compare(const ValidationCase& c) {
   const MemoryReport r = estimate_memory(c.model, c.run, c.cluster, c.strategy);
   double best = -1;
   std::int64_t stage = 0;
   for (const auto& st : r.stages) {
-    const double v = c.metric == MemoryMetric::allocated ? st.allocated : st.reserved;
+    const double v = c.compared == MemoryMetric::allocated ? st.allocated : st.reserved;
     if (v > best) {
       best = v;
       stage = st.stage;
@@ -76,7 +78,8 @@ struct Summary {
   const Row* tok_under = nullptr;
   const Row* tok_over = nullptr;
   double med = 0, tokens_med = 0;
-  std::int64_t within = 0;  // memory cases within 10%
+  std::int64_t within = 0;                    // memory cases within 10%
+  RankingAgreement memory_rank, tokens_rank;  // within each source
 };
 
 // `s` is not copied or moved after this: its worst-case pointers point into its rows.
@@ -98,6 +101,13 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
   s.med = median(s.abs_errors);
   s.tokens_med = median(s.tokens_abs);
   s.within = std::count_if(s.abs_errors.begin(), s.abs_errors.end(), [](double e) { return e <= 0.10; });
+  std::vector<RankedRun> memory, tokens;
+  for (const auto& r : s.rows) {
+    if (r.c->measured_gib) memory.push_back({r.c->source, r.estimate_gib, *r.c->measured_gib});
+    if (r.c->measured_tokens_per_sec) tokens.push_back({r.c->source, r.tokens_per_sec, *r.c->measured_tokens_per_sec});
+  }
+  s.memory_rank = ranking_agreement(memory);
+  s.tokens_rank = ranking_agreement(tokens);
 }
 
 // --group-by: per family (framework, device, model or source), the cases and the median
@@ -204,6 +214,8 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
         .field("worst_over_id", s.over->c->id)
         .field("worst_over_error", *s.over->error);
   }
+  j.field("memory_ranking_pairs", s.memory_rank.pairs).field("memory_ranking_agreement", s.memory_rank.share());
+  j.field("throughput_ranking_pairs", s.tokens_rank.pairs).field("throughput_ranking_agreement", s.tokens_rank.share());
   j.field("throughput_cases", static_cast<std::int64_t>(s.tokens_abs.size()));
   if (!s.tokens_abs.empty()) {
     j.field("throughput_median_abs_error", s.tokens_med)
@@ -252,6 +264,11 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
         << "%; worst under " << s.tok_under->c->id << " " << percent(*s.tok_under->tokens_error) << "; worst over "
         << s.tok_over->c->id << " " << percent(*s.tok_over->tokens_error) << "\n";
   }
+  auto ranking = [](const RankingAgreement& a) {
+    return fixed(100 * a.share(), 1) + "% of " + std::to_string(a.pairs) + " pairs";
+  };
+  out << "ranking within a source (pairs ordered as measured): memory " << ranking(s.memory_rank) << ", throughput "
+      << ranking(s.tokens_rank) << "\n";
   std::string implausible;
   std::size_t n_implausible = 0;
   for (const auto& r : s.rows) {
@@ -277,7 +294,7 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
 int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CommonFlags common;
   std::vector<std::string> files;
-  double max_median = 0, max_under = 0, max_throughput = 0;
+  double max_median = 0, max_under = 0, max_throughput = 0, min_ranking = 0;
   bool strict = false;
   std::string group_by;
   po::options_description desc(
@@ -292,6 +309,8 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
       "max-under", po::value(&max_under), "gate: no memory under-estimate beyond this share (0.10)")(
       "max-throughput-error", po::value(&max_throughput),
       "gate: the throughput median |error| at most this share (0.10)")(
+      "min-ranking-agreement", po::value(&min_ranking),
+      "gate: the share of same-source pairs ordered as measured, memory and throughput, at least this (0.90)")(
       "strict", po::bool_switch(&strict), "a case that cannot be estimated is an error (exit 2)")(
       "group-by", po::value(&group_by), "a summary per framework, device, model or source");
   add_common_options(desc, common);
@@ -307,7 +326,7 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     throw InputError("command line", "--group-by",
                      "expected framework, device, model or source, got " + quoted_text(group_by));
   }
-  for (const char* gate : {"max-median-error", "max-under", "max-throughput-error"}) {
+  for (const char* gate : {"max-median-error", "max-under", "max-throughput-error", "min-ranking-agreement"}) {
     if (vm.count(gate)) check_flag_range(std::string("--") + gate, vm[gate].as<double>(), 0, 10);
   }
   std::vector<UnestimatedCase> unestimated;
@@ -337,6 +356,12 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   if (vm.count("max-throughput-error") && !summary.tokens_abs.empty() && summary.tokens_med > max_throughput) {
     exceeded.push_back("throughput median |error| " + fixed(100 * summary.tokens_med, 1) + "% > " +
                        fixed(100 * max_throughput, 1) + "%");
+  }
+  for (const auto* rank : {&summary.memory_rank, &summary.tokens_rank}) {
+    if (vm.count("min-ranking-agreement") && rank->pairs > 0 && rank->share() < min_ranking) {
+      exceeded.push_back(std::string(rank == &summary.memory_rank ? "memory" : "throughput") + " ranking agreement " +
+                         fixed(100 * rank->share(), 1) + "% < " + fixed(100 * min_ranking, 1) + "%");
+    }
   }
   for (const auto& e : exceeded) err << "meshfit validate: gate exceeded: " << e << '\n';
   return exceeded.empty() ? 0 : 1;

@@ -55,6 +55,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.eager_elementwise_passes = f.optional_number("eager_elementwise_passes", 0, 100).value_or(1);
   p.compiled_elementwise_passes = f.optional_number("compiled_elementwise_passes", 0, 100).value_or(1);
   p.fp8_gemm_speedup = f.optional_number("fp8_gemm_speedup", 1e-3, 10).value_or(1);
+  p.step_casts_grads_to_fp32 = f.optional_bool("step_casts_grads_to_fp32").value_or(false);
   // A profile that does not price rowwise scaling on its own prices it as tensorwise.
   p.fp8_rowwise_gemm_speedup = f.optional_number("fp8_rowwise_gemm_speedup", 1e-3, 10).value_or(p.fp8_gemm_speedup);
   return p;

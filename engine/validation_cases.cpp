@@ -337,6 +337,15 @@ void read_case_measured(ValidationCase& vc, const Fields& c, const std::string& 
   if (!metric.empty() && metric != "reserved" && metric != "allocated") {
     me.fail("metric", "expected reserved, allocated or null, got " + quoted_text(metric));
   }
+  // An unstated metric is the one the framework's memory log leads with: Megatron's report_memory
+  // (training.py; Megatron-Bridge's train_utils.py the same) prints peak allocated first, and the
+  // Bridge's own tuning notes quote it as "peak max allocated"; torchtitan's log prints max
+  // reserved; DeepSpeed's see_memory_usage states both, and reserved is the one that OOMs.
+  vc.compared = vc.metric == MemoryMetric::allocated ? MemoryMetric::allocated : MemoryMetric::reserved;
+  if (vc.metric == MemoryMetric::unstated && vc.measured_gib && vc.framework == "megatron") {
+    vc.compared = MemoryMetric::allocated;
+    notes.push_back("null metric -> allocated (Megatron's memory report)");
+  }
   vc.measured_tokens_per_sec = me.optional_number("tokens_per_sec_per_device", 0, 1e9);
   if (!vc.measured_tokens_per_sec) {
     // Throughput a case states another way: its step time (gb·s tokens per step over N devices),

@@ -25,6 +25,9 @@ struct ValidationCase {
   Cluster cluster;
   Strategy strategy;
   MemoryMetric metric = MemoryMetric::unstated;
+  // What the estimate is compared with: the case's metric, or where it is unstated the figure the
+  // framework's own memory report leads with (Megatron: peak allocated; others: reserved).
+  MemoryMetric compared = MemoryMetric::reserved;
   std::optional<double> measured_gib;  // null: a throughput-only case
   std::optional<double> measured_tokens_per_sec;
   std::vector<std::string> defaults_taken;  // "null X -> Y" notes

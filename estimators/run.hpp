@@ -65,6 +65,10 @@ struct FrameworkProfile {
   double compiled_elementwise_passes = 1.0;
   double fp8_gemm_speedup = 1.0;          // FP8 linear GEMMs against bf16, net of the casts
   double fp8_rowwise_gemm_speedup = 1.0;  // the same with rowwise scales (Fp8Scaling::rowwise)
+  // The optimizer step casts each local shard's gradients to fp32 when they are kept in fewer
+  // bytes: Megatron-Core's optimizers (distrib_optimizer.py and optimizer.py,
+  // _copy_model_grads_to_main_grads: `main_param.grad = shard_model_grad.float()`).
+  bool step_casts_grads_to_fp32 = false;
 };
 
 // Selective-recompute op switches (memory-model.md §7.5): true keeps the op's bytes, false drops

@@ -105,3 +105,19 @@ TEST_CASE("the mindformers switch preset follows flash attention and SP (§7.5)"
   const char* plain = "dp=8,zero=1,recompute=selective";
   CHECK(kept(plain, true) - kept(plain, false) == doctest::Approx(128));
 }
+
+TEST_CASE("Megatron's optimizer step casts bf16 gradients to fp32, one shard's worth") {
+  // Llama-3.1-8B (8,030,261,248 parameters; 128,256 is already a multiple of 128) on dp 8 with the
+  // distributed optimizer: each rank's optimizer shard is 8,030,261,248 / 8 = 1,003,782,656
+  // elements. With gradients kept in bf16 the step's fp32 copy of them (distrib_optimizer.py,
+  // _copy_model_grads_to_main_grads) takes 4 bytes each: 4,015,130,624 bytes.
+  auto c = make_case("llama-3.1-8b", 8, 4096, 8, "dp=8,zero=1");
+  c.run.precision.beta_G = 2;
+  CHECK_BYTES(test::estimate(c).stages[0].step_transient, 4'015'130'624.0);
+  // fp32 gradients need no copy; and the other frameworks keep none.
+  c.run.precision.beta_G = 4;
+  CHECK_BYTES(test::estimate(c).stages[0].step_transient, 0.0);
+  c.run.precision.beta_G = 2;
+  c.run.profile.step_casts_grads_to_fp32 = false;
+  CHECK_BYTES(test::estimate(c).stages[0].step_transient, 0.0);
+}
