@@ -28,7 +28,13 @@ std::string finding(const CheckResult& r) {
   if (!r.strategy || !r.peak_gib) return "";
   std::string s = r.pinned ? "pinned " : "best ";
   s += strategy_to_string(*r.strategy) + ": peak " + fixed(*r.peak_gib, 2) + " GiB";
-  if (r.budget_gib) s += " (headroom " + fixed(*r.budget_gib - *r.peak_gib, 2) + " GiB)";
+  std::string notes;
+  if (r.peak_likely_lo_gib && r.peak_likely_hi_gib) {
+    notes = "likely " + fixed(*r.peak_likely_lo_gib, 1) + "\u2013" + fixed(*r.peak_likely_hi_gib, 1);
+  }
+  if (r.budget_gib)
+    notes += (notes.empty() ? "" : "; ") + std::string("headroom ") + fixed(*r.budget_gib - *r.peak_gib, 2) + " GiB";
+  if (!notes.empty()) s += " (" + notes + ")";
   if (r.step_time_s) s += ", " + fixed(*r.step_time_s, 3) + " s/step";
   return s;
 }
@@ -65,6 +71,8 @@ void write_check_json(const std::vector<CheckResult>& results, std::ostream& out
       }
     };
     optional("peak_memory_gib", r.peak_gib);
+    optional("peak_memory_likely_p10_gib", r.peak_likely_lo_gib);
+    optional("peak_memory_likely_p90_gib", r.peak_likely_hi_gib);
     optional("budget_gib", r.budget_gib);
     optional("step_time_s", r.step_time_s);
     optional("tokens_per_sec_per_device", r.tokens_per_sec_per_device);

@@ -8,6 +8,7 @@
 
 #include "engine/cli_options.hpp"
 #include "engine/device_config.hpp"
+#include "engine/uncertainty.hpp"
 #include "engine/input_error.hpp"
 #include "engine/memory_terms.hpp"
 #include "engine/model_config.hpp"
@@ -39,6 +40,9 @@ MemoryReport record_memory(const Model& m, const Run& run, const Cluster& c, con
                            CheckResult& r) {
   const MemoryReport mem = estimate_memory(m, run, c, s, headroom);
   r.peak_gib = mem.peak / kGiB;
+  const Band band = memory_band(m, run, c, s);
+  r.peak_likely_lo_gib = *r.peak_gib * band.lo;
+  r.peak_likely_hi_gib = *r.peak_gib * band.hi;
   r.peak_stage = mem.peak_stage;
   r.terms_gib.clear();
   for (const auto& [name, bytes] : stage_terms(mem.stages[static_cast<std::size_t>(mem.peak_stage)])) {
@@ -136,7 +140,8 @@ CheckResult run_check(const CheckEntry& e, SearchWorkspace* workspace) {
     if (e.error) throw InputError(*e.error);
     const Model m = load_model(e.model, e.origin);
     const Cluster c = make_cluster(e.device, e.devices, e.origin);
-    const Run run = make_run(e.run, true, e.origin);
+    Run run = make_run(e.run, true, e.origin);
+    apply_fit_margin(run, m, c, parse_fit_margin(e.run.fit_margin, e.origin));
     const double headroom = parse_headroom(e.headroom, c.device.capacity, e.origin);
     r.budget_gib = (c.device.capacity - headroom) / kGiB;
     if (e.strategy) {

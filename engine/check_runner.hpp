@@ -28,6 +28,7 @@ struct CheckResult {
   // The pinned strategy, or the fastest fitting one (free entries); absent on error or when none fits.
   std::optional<Strategy> strategy;
   std::optional<double> peak_gib, budget_gib, step_time_s, tokens_per_sec_per_device;
+  std::optional<double> peak_likely_lo_gib, peak_likely_hi_gib;  // p10–p90 (engine/uncertainty.hpp)
   std::int64_t peak_stage = 0;
   std::vector<std::pair<std::string, double>> terms_gib;          // the peak stage's memory terms
   std::int64_t valid = 0;                                         // free entries: valid strategies searched

@@ -32,8 +32,11 @@ void add_run_options(po::options_description& desc, RunFlags& flags) {
       "(default: the framework's)")("optimizer", po::value(&flags.optimizer)->default_value("adamw"),
                                     "adamw, sgd_momentum, muon or adafactor")(
       "no-flash-attention", po::bool_switch(&flags.no_flash_attention), "attention materialises its s x s scores")(
-      "framework", po::value(&flags.framework)->default_value("megatron"),
-      "whose defaults apply: megatron, torchtitan or deepspeed")(
+      "fit-margin", po::value<std::string>(),
+      "what 'fits' means: p50..p99 = that percentile of the likely peak (the estimate times the measured/"
+      "estimate ratio of validation runs of its family, at least the estimate) within the budget, e.g. p90; "
+      "none (default): the estimate itself")("framework", po::value(&flags.framework)->default_value("megatron"),
+                                             "whose defaults apply: megatron, torchtitan or deepspeed")(
       "rules", po::value(&flags.rules)->default_value("default"),
       "memory-model rules: default or sapp-nd (the seed-compatible profile)")(
       "recompute-switches", po::value<std::string>(),
@@ -166,6 +169,7 @@ void collect_run_flags(const po::variables_map& vm, RunFlags& flags) {
   if (vm.count("precision")) flags.precision = vm["precision"].as<std::string>();
   if (vm.count("recompute-switches")) flags.recompute_switches = vm["recompute-switches"].as<std::string>();
   if (vm.count("run-options")) flags.run_options_file = vm["run-options"].as<std::string>();
+  if (vm.count("fit-margin")) flags.fit_margin = vm["fit-margin"].as<std::string>();
 }
 
 po::variables_map parse_options(const std::string& command, const std::vector<std::string>& args,

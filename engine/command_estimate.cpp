@@ -10,6 +10,7 @@
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
 #include "engine/time_terms.hpp"
+#include "engine/uncertainty.hpp"
 #include "engine/model_config.hpp"
 #include "engine/strategy_inputs.hpp"
 #include "engine/strategy_string.hpp"
@@ -38,10 +39,11 @@ std::vector<std::size_t> shown_stages(const MemoryReport& r) {
   return idx;
 }
 
-void write_time_table(const TimeReport& t, std::ostream& out) {
+void write_time_table(const TimeReport& t, const Band& band, std::ostream& out) {
   out << "\nstep time " << fixed(t.step, 3) << " s (slowest stage " << t.slowest_stage << ", tail on stage "
       << t.tail_stage << "); " << fixed(t.tokens_per_sec_per_device, 1) << " tokens/s per device; MFU "
       << fixed(100 * t.mfu, 1) << "%\n";
+  out << "likely " << likely_range(t.step, band, 3) << " s (p10-p90 of measured/estimate, " << band.basis << ")\n";
   TextTable tt;
   for (const auto& [name, seconds] : time_terms(t)) {
     if (seconds == 0) continue;
@@ -50,7 +52,9 @@ void write_time_table(const TimeReport& t, std::ostream& out) {
   tt.print(out, "  ");
 }
 
-void write_table(const Model& m, const Cluster& c, const Strategy& s, const MemoryReport& r, std::ostream& out) {
+void write_table(const Model& m, const Run& run, const Cluster& c, const Strategy& s, const MemoryReport& r,
+                 std::ostream& out) {
+  const Band band = memory_band(m, run, c, s);
   out << "model " << m.name << " on " << c.devices << " x " << c.device.name << "\n";
   out << "strategy " << strategy_to_string(s) << "\n\n";
   const auto cols = shown_stages(r);
@@ -96,22 +100,30 @@ void write_table(const Model& m, const Cluster& c, const Strategy& s, const Memo
   out << "; optimizer step " << gib(p.step_transient) << (p.step_phase_binds ? " (binds)" : "") << "\n";
   out << "peak " << gib(r.peak) << " GiB on stage " << r.peak_stage << "; budget " << gib(r.budget) << " GiB (capacity "
       << gib(r.capacity) << "); headroom " << gib(r.budget - r.peak) << " GiB\n";
+  out << "likely " << likely_range(r.peak / kGiB, band, 2) << " GiB (p10-p90 of measured/estimate, " << band.basis
+      << ")\n";
+  // With --fit-margin the peak that must fit is the estimate times its family's percentile.
+  const double factor = run.options.fit_factor_for(s.recompute);
+  const std::string margin =
+      factor != 1 ? " at the fit margin (peak x " + fixed(factor, 3) + " = " + gib(r.peak * factor) + " GiB)" : "";
   if (r.fits) {
-    out << "fits\n";
+    out << "fits" << margin << "\n";
   } else {
     const auto [term, bytes] = dominant_term(p);
-    out << "DOES NOT FIT: stage " << r.peak_stage << " needs " << gib(r.peak - r.budget)
+    out << "DOES NOT FIT" << margin << ": stage " << r.peak_stage << " needs " << gib(r.peak * factor - r.budget)
         << " GiB more than the budget; its largest term is " << term << " (" << gib(bytes) << " GiB)\n";
   }
 }
 
-void write_json(const Model& m, const Run& run, const Strategy& s, const MemoryReport& r, const TimeReport& t,
-                std::ostream& out) {
+void write_json(const Model& m, const Run& run, const Cluster& cluster, const Strategy& s, const MemoryReport& r,
+                const TimeReport& t, std::ostream& out) {
   JsonWriter j(out);
   j.begin_object().key("strategy");
   write_strategy_json(j, s);
   j.field("fits", r.fits).field("budget_gib", r.budget / kGiB).field("capacity_gib", r.capacity / kGiB);
   j.field("peak_memory_gib", r.peak / kGiB).field("peak_stage", static_cast<std::int64_t>(r.peak_stage));
+  write_band_json(j, "peak_memory_likely_gib", r.peak / kGiB, memory_band(m, run, cluster, s));
+  j.field("fit_factor", run.options.fit_factor_for(s.recompute));
   j.key("stages").begin_array();
   for (const auto& st : r.stages) {
     j.begin_object().field("stage", st.stage).field("total_gib", st.device / kGiB);
@@ -158,6 +170,7 @@ void write_json(const Model& m, const Run& run, const Strategy& s, const MemoryR
         .end_object();
   }
   j.field("step_time_s", t.step);
+  write_band_json(j, "step_time_likely_s", t.step, step_time_band(m, run, cluster, s));
   j.key("time_terms").begin_object();
   for (const auto& [name, seconds] : time_terms(t)) j.field(name, seconds);
   j.end_object();
@@ -208,10 +221,10 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out, st
   const MemoryReport report = estimate_memory(model, run, cluster, s, headroom);
   const TimeReport timing = estimate_step_time(model, run, cluster, s);
   if (format == OutputFormat::json) {
-    write_json(model, run, s, report, timing, out);
+    write_json(model, run, cluster, s, report, timing, out);
   } else {
-    write_table(model, cluster, s, report, out);
-    write_time_table(timing, out);
+    write_table(model, run, cluster, s, report, out);
+    write_time_table(timing, step_time_band(model, run, cluster, s), out);
   }
   return report.fits ? 0 : 1;
 }

@@ -13,6 +13,7 @@
 #include "engine/strategy_inputs.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
+#include "engine/uncertainty.hpp"
 #include "search/strategy_explain.hpp"
 
 namespace meshfit {
@@ -44,7 +45,7 @@ Explained explained(const StrategyInputs& in, const Explanation& e) {
     x.peak = &r.stages[static_cast<std::size_t>(r.peak_stage)];
     x.terms = stage_terms(*x.peak);
     std::stable_sort(x.terms.begin(), x.terms.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    x.excess = r.peak - r.budget;
+    x.excess = r.peak * in.run.options.fit_factor_for(in.strategy.recompute) - r.budget;  // with --fit-margin
   }
   return x;
 }
@@ -114,8 +115,10 @@ void write_explain_text(const Explained& x, std::ostream& out) {
   }
   for (Policy p : e.policies)
     out << "note: breaks policy " << policy_id(p) << " " << policy_name(p) << " (a practice rule the search applies)\n";
-  out << "step time " << fixed(e.time.step, 3) << " s; peak " << gib(r.peak) << " GiB on stage " << r.peak_stage
-      << "; budget " << gib(r.budget) << " GiB\n";
+  const Band band = memory_band(model, run, cluster, s);
+  out << "step time " << fixed(e.time.step, 3) << " s; peak " << gib(r.peak) << " GiB (likely "
+      << likely_range(r.peak / kGiB, band, 2) << ", " << band.basis << ") on stage " << r.peak_stage << "; budget "
+      << gib(r.budget) << " GiB\n";
   if (r.fits) {
     out << "fits with " << gib(r.budget - r.peak) << " GiB of headroom\n";
   } else {

@@ -33,6 +33,7 @@
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
 #include "engine/trainer_export.hpp"
+#include "engine/uncertainty.hpp"
 #include "engine/yaml_fields.hpp"
 #include "search/evaluator/memory_evaluator.hpp"
 #include "search/evaluator/step_time_evaluator.hpp"
@@ -414,6 +415,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   if (file) apply_search_file(*file, vm, f, space);
   apply_pin_flags(f.pins, space.pins, space.policies);
   apply_target(f, vm, run, space);
+  apply_fit_margin(run, model, cluster, parse_fit_margin(f.run.fit_margin));
   if (counts.size() == 1) {
     try {
       space.check_pins();

@@ -5,136 +5,18 @@
 #include <cmath>
 #include <optional>
 
+#include "engine/atomic_file.hpp"
 #include "engine/cli_options.hpp"
 #include "engine/commands.hpp"
 #include "engine/input_error.hpp"
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
-#include "engine/ranking_agreement.hpp"
-#include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
-#include "engine/validation_cases.hpp"
-#include "search/evaluator/memory_evaluator.hpp"
-#include "search/evaluator/step_time_evaluator.hpp"
+#include "engine/validation_summary.hpp"
 
 namespace meshfit {
 
 namespace {
-
-struct Row {
-  const ValidationCase* c;
-  double estimate_gib;
-  std::optional<double> error;  // estimate/measured − 1, for a case that measured memory
-  std::int64_t stage;
-  double tokens_per_sec;  // estimated throughput per device
-  std::optional<double> tokens_error;
-  // The measured throughput's model FLOP/s over the device's peak, with the estimate's FLOP count
-  // per token (the estimate's MFU scaled by measured / estimated tokens): above 1, the case's
-  // stated shape, sequence and batch cannot all hold.
-  std::optional<double> measured_mfu;
-};
-
-// The estimate comparable with the case's metric: allocated with allocated, reserved with
-// reserved, an unstated metric as the framework reports memory (ValidationCase::compared); the
-// largest over stages, as the sources report the busiest rank.
-Row compare(const ValidationCase& c) {
-  const MemoryReport r = estimate_memory(c.model, c.run, c.cluster, c.strategy);
-  double best = -1;
-  std::int64_t stage = 0;
-  for (const auto& st : r.stages) {
-    const double v = c.compared == MemoryMetric::allocated ? st.allocated : st.reserved;
-    if (v > best) {
-      best = v;
-      stage = st.stage;
-    }
-  }
-  const double gib = best / kGiB;
-  const TimeReport t = estimate_step_time(c.model, c.run, c.cluster, c.strategy);
-  std::optional<double> tokens_error, measured_mfu;
-  if (c.measured_tokens_per_sec && *c.measured_tokens_per_sec > 0) {
-    tokens_error = t.tokens_per_sec_per_device / *c.measured_tokens_per_sec - 1;
-    if (t.tokens_per_sec_per_device > 0)
-      measured_mfu = t.mfu * *c.measured_tokens_per_sec / t.tokens_per_sec_per_device;
-  }
-  std::optional<double> error;
-  if (c.measured_gib) error = gib / *c.measured_gib - 1;
-  return {&c, gib, error, stage, t.tokens_per_sec_per_device, tokens_error, measured_mfu};
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// The comparison of every case, and its summary: the median absolute error and the worst
-// under- and over-estimates, for memory and for throughput.
-struct Summary {
-  std::vector<Row> rows;
-  std::vector<double> abs_errors, tokens_abs;  // of the cases that measured memory, throughput
-  const Row* under = nullptr;
-  const Row* over = nullptr;
-  const Row* tok_under = nullptr;
-  const Row* tok_over = nullptr;
-  double med = 0, tokens_med = 0;
-  std::int64_t within = 0;                    // memory cases within 10%
-  RankingAgreement memory_rank, tokens_rank;  // within each source
-};
-
-// `s` is not copied or moved after this: its worst-case pointers point into its rows.
-void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
-  s.rows.reserve(cases.size());
-  for (const auto& c : cases) s.rows.push_back(compare(c));
-  for (const auto& r : s.rows) {
-    if (r.error) {
-      s.abs_errors.push_back(std::fabs(*r.error));
-      if (!s.under || *r.error < *s.under->error) s.under = &r;
-      if (!s.over || *r.error > *s.over->error) s.over = &r;
-    }
-    if (r.tokens_error) {
-      s.tokens_abs.push_back(std::fabs(*r.tokens_error));
-      if (!s.tok_under || *r.tokens_error < *s.tok_under->tokens_error) s.tok_under = &r;
-      if (!s.tok_over || *r.tokens_error > *s.tok_over->tokens_error) s.tok_over = &r;
-    }
-  }
-  s.med = median(s.abs_errors);
-  s.tokens_med = median(s.tokens_abs);
-  s.within = std::count_if(s.abs_errors.begin(), s.abs_errors.end(), [](double e) { return e <= 0.10; });
-  std::vector<RankedRun> memory, tokens;
-  for (const auto& r : s.rows) {
-    if (r.c->measured_gib) memory.push_back({r.c->source, r.estimate_gib, *r.c->measured_gib});
-    if (r.c->measured_tokens_per_sec) tokens.push_back({r.c->source, r.tokens_per_sec, *r.c->measured_tokens_per_sec});
-  }
-  s.memory_rank = ranking_agreement(memory);
-  s.tokens_rank = ranking_agreement(tokens);
-}
-
-// --group-by: per family (framework, device, model or source), the cases and the median
-// absolute errors of memory and throughput.
-struct Group {
-  std::string key;
-  std::int64_t cases = 0;
-  std::vector<double> memory, throughput;  // absolute errors
-};
-
-std::vector<Group> groups_of(const Summary& s, const std::string& by) {
-  std::vector<Group> out;
-  for (const auto& r : s.rows) {
-    const ValidationCase& c = *r.c;
-    const std::string key = by == "framework" ? c.framework
-                            : by == "device"  ? c.cluster.device.name
-                            : by == "model"   ? c.model.name
-                                              : c.source;
-    auto it = std::find_if(out.begin(), out.end(), [&](const Group& g) { return g.key == key; });
-    if (it == out.end()) it = out.insert(out.end(), Group{key, 0, {}, {}});
-    ++it->cases;
-    if (r.error) it->memory.push_back(std::fabs(*r.error));
-    if (r.tokens_error) it->throughput.push_back(std::fabs(*r.tokens_error));
-  }
-  std::sort(out.begin(), out.end(), [](const Group& a, const Group& b) { return a.key < b.key; });
-  return out;
-}
 
 void write_groups_json(JsonWriter& j, const std::vector<Group>& groups) {
   j.key("groups").begin_array();
@@ -216,6 +98,9 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
   }
   j.field("memory_ranking_pairs", s.memory_rank.pairs).field("memory_ranking_agreement", s.memory_rank.share());
   j.field("throughput_ranking_pairs", s.tokens_rank.pairs).field("throughput_ranking_agreement", s.tokens_rank.share());
+  const Coverage cov = held_out_coverage(s);
+  j.field("memory_band_cases", cov.memory_cases).field("memory_inside_band", cov.memory_in);
+  j.field("step_time_band_cases", cov.time_cases).field("step_time_inside_band", cov.time_in);
   j.field("throughput_cases", static_cast<std::int64_t>(s.tokens_abs.size()));
   if (!s.tokens_abs.empty()) {
     j.field("throughput_median_abs_error", s.tokens_med)
@@ -269,6 +154,12 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
   };
   out << "ranking within a source (pairs ordered as measured): memory " << ranking(s.memory_rank) << ", throughput "
       << ranking(s.tokens_rank) << "\n";
+  const Coverage cov = held_out_coverage(s);
+  auto share = [](std::int64_t in, std::int64_t n) {
+    return std::to_string(in) + " of " + std::to_string(n) + (n > 0 ? " (" + fixed(100.0 * in / n, 0) + "%)" : "");
+  };
+  out << "inside their p10-p90 band made without their own source: memory " << share(cov.memory_in, cov.memory_cases)
+      << ", step time " << share(cov.time_in, cov.time_cases) << "\n";
   std::string implausible;
   std::size_t n_implausible = 0;
   for (const auto& r : s.rows) {
@@ -288,7 +179,6 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
     for (const auto& u : unestimated) out << "  " << u.id << ": " << u.reason << "\n";
   }
 }
-
 }  // namespace
 
 int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -296,7 +186,7 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   std::vector<std::string> files;
   double max_median = 0, max_under = 0, max_throughput = 0, min_ranking = 0;
   bool strict = false;
-  std::string group_by;
+  std::string group_by, residuals_file;
   po::options_description desc(
       "Usage: meshfit validate CASES.yaml... [--format table|json] [gates]\n\n"
       "Estimates each measured case (schema: data/validation/README.md) and compares the estimate\n"
@@ -312,7 +202,10 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
       "min-ranking-agreement", po::value(&min_ranking),
       "gate: the share of same-source pairs ordered as measured, memory and throughput, at least this (0.90)")(
       "strict", po::bool_switch(&strict), "a case that cannot be estimated is an error (exit 2)")(
-      "group-by", po::value(&group_by), "a summary per framework, device, model or source");
+      "group-by", po::value(&group_by), "a summary per framework, device, model or source")(
+      "write-residuals", po::value(&residuals_file),
+      "write each case's measured/estimate ratios (memory, step time) and family to this file: the "
+      "uncertainty bands' data (data/uncertainty/residuals.yaml)");
   add_common_options(desc, common);
   po::positional_options_description pos;
   pos.add("cases", -1);
@@ -338,6 +231,12 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
 
   Summary summary;
   summarize(cases, summary);
+  if (!residuals_file.empty()) {
+    std::vector<std::string> sources;
+    sources.reserve(files.size());
+    for (const auto& f : files) sources.push_back(f.substr(f.find_last_of('/') + 1));
+    write_file_atomically(residuals_file, residuals_yaml(residuals_of(summary), sources), "--write-residuals");
+  }
   if (format == OutputFormat::json) {
     write_validate_json(summary, unestimated, group_by, out);
   } else {

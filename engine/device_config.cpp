@@ -26,6 +26,7 @@ Device preset_device(const std::string& name, const std::string& source, const s
 Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   const Fields f(doc, source);
   f.reject_unknown({"name",
+                    "generation",
                     "preset",
                     "capacity",
                     "fragmentation",
@@ -52,6 +53,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   if (base) d = preset_device(*base, source, "preset");
   // Printed in every report: made printable (no control bytes, valid UTF-8) once, here.
   d.name = printable(f.optional_string("name").value_or(base ? d.name : std::filesystem::path(source).stem().string()));
+  d.generation = printable(f.optional_string("generation").value_or(d.generation));
 
   // Without a preset to start from, the hardware figures must all be given. Each lies within
   // bounds far beyond any device's (an H100: 80 GiB, 989 TFLOP/s, 3.35 TB/s of HBM, 450 GB/s of

@@ -24,6 +24,7 @@ struct RunFlags {
   bool no_flash_attention = false;
   std::optional<std::string> recompute_switches;  // --recompute-switches: a preset name
   std::optional<std::string> run_options_file;    // --run-options FILE.yaml
+  std::optional<std::string> fit_margin;          // --fit-margin p90 (engine/uncertainty.hpp)
 };
 
 FrameworkProfile load_framework_profile(const std::string& name, const InputOrigin& origin = {});

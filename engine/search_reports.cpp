@@ -8,6 +8,7 @@
 #include "engine/memory_terms.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/text_format.hpp"
+#include "engine/uncertainty.hpp"
 #include "engine/utf8_text.hpp"
 
 namespace meshfit {
@@ -20,6 +21,28 @@ std::string row_flags(const ScoredStrategy& x, bool top, double budget, double f
   std::string f = tight(x, budget, fraction) ? "tight" : "";
   if (top && x.dominated) f += std::string(f.empty() ? "" : ",") + "dom";  // the table's legend says so
   return f;
+}
+
+// The likely range of the rows' figures, once per recompute mode among them (the family of a row
+// differs from another's only there): "likely peak x0.93-1.06, step time x0.85-1.12 of the
+// estimate (recompute=full: 12 torchtitan dense full hopper cases)".
+void write_bands_note(const SearchReport& rep, const std::vector<Strategy>& rows, std::ostream& out) {
+  std::vector<Recompute> seen;
+  for (const auto& s : rows) {
+    if (std::find(seen.begin(), seen.end(), s.recompute) != seen.end()) continue;
+    seen.push_back(s.recompute);
+    const Band mem = memory_band(rep.model, rep.run, rep.cluster, s);
+    const Band time = step_time_band(rep.model, rep.run, rep.cluster, s);
+    out << "likely, recompute=" << to_string(s.recompute) << ": peak x" << fixed(mem.lo, 2) << "-" << fixed(mem.hi, 2)
+        << " (" << mem.basis << "), step time x" << fixed(time.lo, 2) << "-" << fixed(time.hi, 2) << " (" << time.basis
+        << ")\n";
+  }
+  const double factor = rep.run.options.smallest_fit_factor();
+  if (rep.run.options.fit_factor != std::array<double, 3>{1, 1, 1} && factor > 0) {
+    out << "fits means: the peak times its recompute mode's --fit-margin factor (none x"
+        << fixed(rep.run.options.fit_factor[0], 3) << ", selective x" << fixed(rep.run.options.fit_factor[1], 3)
+        << ", full x" << fixed(rep.run.options.fit_factor[2], 3) << ") within the budget\n";
+  }
 }
 
 void write_records(const std::vector<ScoredStrategy>& xs, bool top, const DimColumns& cols, const SearchReport& rep,
@@ -102,6 +125,9 @@ void write_record_json(JsonWriter& j, const ScoredStrategy& x, const SearchRepor
       .field("tokens_per_sec_per_device", x.tokens_per_sec_per_device)
       .field("mfu", x.mfu)
       .field("tight", tight(x, budget, tight_fraction));
+  write_band_json(j, "peak_memory_likely_gib", x.peak_bytes / kGiB,
+                  memory_band(rep.model, rep.run, rep.cluster, x.strategy));
+  write_band_json(j, "step_time_likely_s", x.step_s, step_time_band(rep.model, rep.run, rep.cluster, x.strategy));
   if (top) j.field("dominated", x.dominated);
   if (const auto c = training_cost(x, rep)) {
     j.field("train_days", c->days).field("gpu_hours", c->gpu_hours);
@@ -165,6 +191,7 @@ void write_search_table(const SearchReport& rep, std::ostream& out) {
   for (const auto& x : r.top) shown.push_back(x.strategy);
   const DimColumns cols = dim_columns(shown, rep.wide);
   if (!cols.common.empty()) out << "every strategy below has " << cols.common << "\n";
+  write_bands_note(rep, shown, out);
   out << "\nPareto front (" << r.front.size() << "), fastest first:\n";
   write_records(r.front, false, cols, rep, out);
   out << "\ntop " << r.top.size() << " fastest fitting:\n";

@@ -4,6 +4,7 @@
 #include "engine/input_error.hpp"
 #include "engine/model_config.hpp"
 #include "engine/strategy_string.hpp"
+#include "engine/uncertainty.hpp"
 
 namespace meshfit {
 
@@ -21,6 +22,7 @@ StrategyInputs load_strategy_inputs(const std::string& command, const po::variab
                     make_run(run_flags, true),
                     {},
                     {}};
+  apply_fit_margin(in.run, in.model, in.cluster, parse_fit_margin(run_flags.fit_margin));
   in.strategy = parse_strategy(strategy_text, in.model, in.run, in.cluster, in.warnings, check_rules);
   return in;
 }

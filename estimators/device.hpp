@@ -8,6 +8,9 @@ namespace meshfit {
 
 struct Device {
   std::string name;
+  // The architecture (ampere, hopper, blackwell, ada, cdna3, cdna4, ascend; "other" when a device
+  // file does not say): the device class the validation residuals are grouped by.
+  std::string generation = "other";
   // Memory model (memory-model.md §11).
   double capacity = 0;                   // bytes the strategy must fit in
   double fragmentation = 0.10;           // φ = reserved/allocated − 1

@@ -382,7 +382,8 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     }
     report.stages.push_back(std::move(st));
   }
-  report.fits = report.peak <= report.budget;
+  // --fit-margin: the peak with the margin of its family must fit (RunOptions::fit_factor).
+  report.fits = report.peak * run.options.fit_factor_for(s.recompute) <= report.budget;
   return report;
 }
 

@@ -2,6 +2,8 @@
 // (docs/spec/memory-model.md §2.3, §2.4, §2.6; symbols.md §3, §5).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -109,6 +111,12 @@ enum class SelectivePolicy : std::uint8_t { switches, torchtitan_op_sac };
 // Facts about kernels and the framework (memory-model.md §2.4). Dropout defaults come from the
 // model's config (gpt2's *_pdrop) unless set here.
 struct RunOptions {
+  // What "fits" means (--fit-margin): the peak times this factor, by recompute mode (none,
+  // selective, full), within the budget. 1: the estimate itself. The engine sets it from the
+  // validation residuals of the run's family (engine/uncertainty.hpp).
+  std::array<double, 3> fit_factor{1, 1, 1};
+  double fit_factor_for(Recompute r) const { return fit_factor[static_cast<std::size_t>(r)]; }
+  double smallest_fit_factor() const { return std::min({fit_factor[0], fit_factor[1], fit_factor[2]}); }
   std::optional<bool> attention_dropout, hidden_dropout, embedding_dropout;
   double beta_a = 2, beta_n = 2, beta_sm = 2, beta_lse = 4;
   bool softmax_cast = false;

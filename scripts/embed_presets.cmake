@@ -5,7 +5,7 @@
 function(meshfit_embed_presets data_dir out_file)
   file(GLOB_RECURSE files RELATIVE ${data_dir} CONFIGURE_DEPENDS
        ${data_dir}/models/*.json ${data_dir}/models/*.yaml ${data_dir}/devices/*.yaml
-       ${data_dir}/frameworks/*.yaml ${data_dir}/precisions.yaml)
+       ${data_dir}/frameworks/*.yaml ${data_dir}/precisions.yaml ${data_dir}/uncertainty/*.yaml)
   list(SORT files)
   set(entries "")
   foreach(rel IN LISTS files)

@@ -159,7 +159,7 @@ Explanation explain_strategy(const SearchSpace& space, const Strategy& s, double
     ch.peak = mem.peak;
     ch.peak_stage = mem.peak_stage;
     ch.fits = mem.fits;
-    ch.excess = mem.peak - mem.budget;
+    ch.excess = mem.peak * run.options.fit_factor_for(x.recompute) - mem.budget;  // with --fit-margin, its factor
     ch.step = estimate_step_time(m, run, c, x).step;
     all.push_back(ch);
   }

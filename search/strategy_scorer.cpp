@@ -165,8 +165,10 @@ bool TaskScorer::dominated_fitting(std::int64_t mem_floor, const Strategy& s, st
 // task's closest (so none of them could be it).
 void TaskScorer::note_overflow(const Strategy& s) {
   if (!on(PruningPass::zero_setting_overflow)) return;
+  // With a fit margin (--fit-margin), the smallest of the recompute modes' factors bounds them all.
   const double floor = state_.mem.static_floor;
-  if (floor > setup_.budget && (acc_.fitting > 0 || floor > static_cast<double>(acc_.closest->mem))) {
+  if (floor * run_.options.smallest_fit_factor() > setup_.budget &&
+      (acc_.fitting > 0 || floor > static_cast<double>(acc_.closest->mem))) {
     zero_failed_ = true;
     failed_setting_ = s;
   }

@@ -63,7 +63,7 @@ Strategy static_key(const Strategy& s, const Run& run) {
 // the b-free addends kept in `statics` and what the activation side holds for this b — the
 // detailed loop's operations in its order, so the same figures (a test compares them).
 void finish_totals(MemoryReport& report, const ActivationSide& side, const StaticSide& statics, const Device& dev,
-                   const Strategy& s, bool gather_per_layer, double x_sp) {
+                   const Strategy& s, bool gather_per_layer, double x_sp, double fit_factor) {
   report.peak = 0;
   report.peak_stage = 0;
   const std::array<double, 2> pg{statics.kinds[0].gathered_params, statics.kinds[1].gathered_params};
@@ -85,7 +85,7 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
     }
   }
   report.static_floor = statics.static_floor;
-  report.fits = report.peak <= report.budget;
+  report.fits = report.peak * fit_factor <= report.budget;
 }
 
 // The estimate: the activation side, then per (z, G) the model states, the ZeRO/FSDP parts of the
@@ -349,7 +349,8 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   if (totals_only && !fresh_statics) {  // the search's most frequent estimate: nothing else is made
     size_stages(report, spare, 0);
     const bool gather_per_layer = s.zero == 3 && reshards_after_forward(run, s);
-    finish_totals(report, side, statics, dev, s, gather_per_layer, sp_gathered_input(m, run, s));
+    finish_totals(report, side, statics, dev, s, gather_per_layer, sp_gathered_input(m, run, s),
+                  run.options.fit_factor_for(s.recompute));
     return;
   }
   const ZeroTerms t = zero_terms(m, run, dev, s, layout);
@@ -360,7 +361,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   }
   size_stages(report, spare, detail ? static_cast<std::size_t>(s.pp) : 0);
   if (totals_only) {
-    finish_totals(report, side, statics, dev, s, t.gather_per_layer, t.x_sp);
+    finish_totals(report, side, statics, dev, s, t.gather_per_layer, t.x_sp, run.options.fit_factor_for(s.recompute));
     return;
   }
   report.peak = 0;
@@ -383,7 +384,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
       report.peak_stage = i;
     }
   }
-  report.fits = report.peak <= report.budget;
+  report.fits = report.peak * run.options.fit_factor_for(s.recompute) <= report.budget;
 }
 
 }  // namespace meshfit::evaluator_detail

@@ -1,0 +1,126 @@
+#include "engine/validation_summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/memory_terms.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
+
+namespace meshfit {
+
+// The estimate comparable with the case's metric: allocated with allocated, reserved with
+// reserved, an unstated metric as the framework reports memory (ValidationCase::compared); the
+// largest over stages, as the sources report the busiest rank.
+Row compare_case(const ValidationCase& c) {
+  const MemoryReport r = estimate_memory(c.model, c.run, c.cluster, c.strategy);
+  double best = -1;
+  std::int64_t stage = 0;
+  for (const auto& st : r.stages) {
+    const double v = c.compared == MemoryMetric::allocated ? st.allocated : st.reserved;
+    if (v > best) {
+      best = v;
+      stage = st.stage;
+    }
+  }
+  const double gib = best / kGiB;
+  const TimeReport t = estimate_step_time(c.model, c.run, c.cluster, c.strategy);
+  std::optional<double> tokens_error, measured_mfu;
+  if (c.measured_tokens_per_sec && *c.measured_tokens_per_sec > 0) {
+    tokens_error = t.tokens_per_sec_per_device / *c.measured_tokens_per_sec - 1;
+    if (t.tokens_per_sec_per_device > 0)
+      measured_mfu = t.mfu * *c.measured_tokens_per_sec / t.tokens_per_sec_per_device;
+  }
+  std::optional<double> error;
+  if (c.measured_gib) error = gib / *c.measured_gib - 1;
+  return {&c, gib, error, stage, t.tokens_per_sec_per_device, tokens_error, measured_mfu};
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// `s` is not copied or moved after this: its worst-case pointers point into its rows.
+void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
+  s.rows.reserve(cases.size());
+  for (const auto& c : cases) s.rows.push_back(compare_case(c));
+  for (const auto& r : s.rows) {
+    if (r.error) {
+      s.abs_errors.push_back(std::fabs(*r.error));
+      if (!s.under || *r.error < *s.under->error) s.under = &r;
+      if (!s.over || *r.error > *s.over->error) s.over = &r;
+    }
+    if (r.tokens_error) {
+      s.tokens_abs.push_back(std::fabs(*r.tokens_error));
+      if (!s.tok_under || *r.tokens_error < *s.tok_under->tokens_error) s.tok_under = &r;
+      if (!s.tok_over || *r.tokens_error > *s.tok_over->tokens_error) s.tok_over = &r;
+    }
+  }
+  s.med = median(s.abs_errors);
+  s.tokens_med = median(s.tokens_abs);
+  s.within = std::count_if(s.abs_errors.begin(), s.abs_errors.end(), [](double e) { return e <= 0.10; });
+  std::vector<RankedRun> memory, tokens;
+  for (const auto& r : s.rows) {
+    if (r.c->measured_gib) memory.push_back({r.c->source, r.estimate_gib, *r.c->measured_gib});
+    if (r.c->measured_tokens_per_sec) tokens.push_back({r.c->source, r.tokens_per_sec, *r.c->measured_tokens_per_sec});
+  }
+  s.memory_rank = ranking_agreement(memory);
+  s.tokens_rank = ranking_agreement(tokens);
+}
+
+std::vector<Group> groups_of(const Summary& s, const std::string& by) {
+  std::vector<Group> out;
+  for (const auto& r : s.rows) {
+    const ValidationCase& c = *r.c;
+    const std::string key = by == "framework" ? c.framework
+                            : by == "device"  ? c.cluster.device.name
+                            : by == "model"   ? c.model.name
+                                              : c.source;
+    auto it = std::find_if(out.begin(), out.end(), [&](const Group& g) { return g.key == key; });
+    if (it == out.end()) it = out.insert(out.end(), Group{key, 0, {}, {}});
+    ++it->cases;
+    if (r.error) it->memory.push_back(std::fabs(*r.error));
+    if (r.tokens_error) it->throughput.push_back(std::fabs(*r.tokens_error));
+  }
+  std::sort(out.begin(), out.end(), [](const Group& a, const Group& b) { return a.key < b.key; });
+  return out;
+}
+
+// Each case's measured / estimate, memory and step time, for data/uncertainty/residuals.yaml. A
+// throughput the case's own shape cannot reach (implied MFU above 1) gives no step-time residual.
+std::vector<Residual> residuals_of(const Summary& s) {
+  std::vector<Residual> out;
+  for (const auto& r : s.rows) {
+    const ValidationCase& c = *r.c;
+    Residual x{c.id, family_of(c.model, c.run, c.cluster, c.strategy), std::nullopt, std::nullopt};
+    if (c.measured_gib && r.estimate_gib > 0) x.memory = *c.measured_gib / r.estimate_gib;
+    if (r.tokens_error && !(r.measured_mfu && *r.measured_mfu > 1)) x.step_time = 1 + *r.tokens_error;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+Coverage held_out_coverage(const Summary& s) {
+  const std::vector<Residual> all = residuals_of(s);
+  Coverage cov;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    std::vector<Residual> others;
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      if (s.rows[k].c->source != s.rows[i].c->source) others.push_back(all[k]);
+    }
+    auto inside = [&](const std::optional<double>& ratio, Quantity q, std::int64_t& in, std::int64_t& cases) {
+      if (!ratio) return;
+      const Band b = band_for(others, all[i].family, q);
+      ++cases;
+      if (*ratio >= b.lo && *ratio <= b.hi) ++in;
+    };
+    inside(all[i].memory, Quantity::memory, cov.memory_in, cov.memory_cases);
+    inside(all[i].step_time, Quantity::step_time, cov.time_in, cov.time_cases);
+  }
+  return cov;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,74 @@
+// `meshfit validate`'s comparison of measured cases with their estimates, and what it derives:
+// the summary (median and worst errors, ranking within a source), per-family groups, the
+// residuals the uncertainty bands are made of, and the bands' held-out coverage.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/ranking_agreement.hpp"
+#include "engine/uncertainty.hpp"
+#include "engine/validation_cases.hpp"
+
+namespace meshfit {
+
+struct Row {
+  const ValidationCase* c;
+  double estimate_gib;
+  std::optional<double> error;  // estimate/measured − 1, for a case that measured memory
+  std::int64_t stage;
+  double tokens_per_sec;  // estimated throughput per device
+  std::optional<double> tokens_error;
+  // The measured throughput's model FLOP/s over the device's peak, with the estimate's FLOP count
+  // per token (the estimate's MFU scaled by measured / estimated tokens): above 1, the case's
+  // stated shape, sequence and batch cannot all hold.
+  std::optional<double> measured_mfu;
+};
+
+// The estimate comparable with the case's metric: allocated with allocated, reserved with
+// reserved, an unstated metric as the framework reports memory (ValidationCase::compared); the
+// largest over stages, as the sources report the busiest rank.
+Row compare_case(const ValidationCase& c);
+
+double median(std::vector<double> v);
+
+// The comparison of every case, and its summary: the median absolute error and the worst
+// under- and over-estimates, for memory and for throughput.
+struct Summary {
+  std::vector<Row> rows;
+  std::vector<double> abs_errors, tokens_abs;  // of the cases that measured memory, throughput
+  const Row* under = nullptr;
+  const Row* over = nullptr;
+  const Row* tok_under = nullptr;
+  const Row* tok_over = nullptr;
+  double med = 0, tokens_med = 0;
+  std::int64_t within = 0;                    // memory cases within 10%
+  RankingAgreement memory_rank, tokens_rank;  // within each source
+};
+
+// `s` is not copied or moved after this: its worst-case pointers point into its rows.
+void summarize(const std::vector<ValidationCase>& cases, Summary& s);
+
+// --group-by: per family (framework, device, model or source), the cases and the median
+// absolute errors of memory and throughput.
+struct Group {
+  std::string key;
+  std::int64_t cases = 0;
+  std::vector<double> memory, throughput;  // absolute errors
+};
+std::vector<Group> groups_of(const Summary& s, const std::string& by);
+
+// Each case's measured / estimate, memory and step time, for data/uncertainty/residuals.yaml. A
+// throughput the case's own shape cannot reach (implied MFU above 1) gives no step-time residual.
+std::vector<Residual> residuals_of(const Summary& s);
+
+// How many measurements fall inside their band (p10–p90, which should hold about 80%), each band
+// made without the case's own source (leave one source out): the held-out check of the bands.
+struct Coverage {
+  std::int64_t memory_in = 0, memory_cases = 0, time_in = 0, time_cases = 0;
+};
+Coverage held_out_coverage(const Summary& s);
+
+}  // namespace meshfit

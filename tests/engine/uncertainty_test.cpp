@@ -1,0 +1,83 @@
+#include "engine/uncertainty.hpp"
+
+#include <doctest/doctest.h>
+
+#include "engine/input_error.hpp"
+
+using namespace meshfit;
+
+namespace {
+
+Residual memory_case(const std::string& framework, const std::string& recompute, const std::string& generation,
+                     double ratio) {
+  return {"c", {framework, false, recompute, generation}, ratio, std::nullopt};
+}
+
+}  // namespace
+
+TEST_CASE("a band: the 10th and 90th percentiles of measured/estimate, linear between order statistics") {
+  // Hyndman-Fan type 7 on 0.8, 0.9, 1.0, 1.1, 1.2 (n = 5): p10 at h = 0.4 -> 0.8 + 0.4·0.1 = 0.84;
+  // p90 at h = 3.6 -> 1.1 + 0.6·0.1 = 1.16; p50 the median 1.0.
+  Band b;
+  b.ratios = {0.8, 0.9, 1.0, 1.1, 1.2};
+  CHECK(b.quantile(0.10) == doctest::Approx(0.84));
+  CHECK(b.quantile(0.90) == doctest::Approx(1.16));
+  CHECK(b.quantile(0.50) == doctest::Approx(1.0));
+  CHECK(b.quantile(1.0) == 1.2);
+  CHECK(Band{}.quantile(0.9) == 1);
+}
+
+TEST_CASE("a family with too few cases borrows from the next coarser one") {
+  std::vector<Residual> rs;
+  rs.reserve(17);
+  for (int i = 0; i < 8; ++i) rs.push_back(memory_case("torchtitan", "full", "hopper", 1.0 + 0.01 * i));
+  for (int i = 0; i < 3; ++i) rs.push_back(memory_case("megatron", "selective", "hopper", 0.9));
+  for (int i = 0; i < 6; ++i) rs.push_back(memory_case("megatron", "selective", "ampere", 1.1));
+  // Eight of its own: the family itself.
+  const Band tt = band_for(rs, {"torchtitan", false, "full", "hopper"}, Quantity::memory);
+  CHECK(tt.cases == 8);
+  CHECK(tt.basis == "8 torchtitan dense full hopper cases");
+  CHECK(tt.lo == doctest::Approx(1.007));  // h = 0.7 between 1.00 and 1.01
+  // Three of its own: megatron dense selective on any device (nine).
+  const Band mb = band_for(rs, {"megatron", false, "selective", "hopper"}, Quantity::memory);
+  CHECK(mb.cases == 9);
+  CHECK(mb.basis == "9 megatron dense selective cases");
+  // No case of the framework at all: every case (17).
+  const Band ds = band_for(rs, {"deepspeed", false, "none", "hopper"}, Quantity::memory);
+  CHECK(ds.cases == 17);
+  CHECK(ds.basis == "17 measured cases");
+  // No step-time residual anywhere: no band (ratio 1).
+  const Band none = band_for(rs, {"torchtitan", false, "full", "hopper"}, Quantity::step_time);
+  CHECK(none.cases == 0);
+  CHECK(none.lo == 1);
+  CHECK(none.hi == 1);
+}
+
+TEST_CASE("the residuals file reads back what it was written from") {
+  const std::vector<Residual> rs = {{"a'b", {"megatron", true, "selective", "hopper"}, 0.875, std::nullopt},
+                                    {"c", {"torchtitan", false, "full", "ampere"}, std::nullopt, 1.25}};
+  const std::vector<Residual> back = residuals_from_yaml(residuals_yaml(rs, {"x.yaml"}), "r.yaml");
+  REQUIRE(back.size() == 2);
+  CHECK(back[0].id == "a'b");
+  CHECK(back[0].family == rs[0].family);
+  CHECK(*back[0].memory == 0.875);
+  CHECK(!back[0].step_time);
+  CHECK(back[1].family == rs[1].family);
+  CHECK(*back[1].step_time == 1.25);
+}
+
+TEST_CASE("--fit-margin: none or p50..p99") {
+  CHECK(!parse_fit_margin(std::nullopt));
+  CHECK(!parse_fit_margin(std::string("none")));
+  CHECK(*parse_fit_margin(std::string("p90")) == doctest::Approx(0.9));
+  CHECK(*parse_fit_margin(std::string("p50")) == doctest::Approx(0.5));
+  for (const char* bad : {"p9", "p100", "90", "p49", "q90", ""}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_fit_margin(std::string(bad)), InputError);
+  }
+}
+
+TEST_CASE("the bundled residuals are compiled in, one per measured case") {
+  // data/uncertainty/residuals.yaml: the 91 estimated cases of the two bundled files.
+  CHECK(bundled_residuals().size() == 91);
+}
