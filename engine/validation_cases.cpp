@@ -107,9 +107,13 @@ Device case_device(const Fields& d, std::vector<std::string>& notes) {
   return dev;
 }
 
-// Megatron's recompute_modules (memory-model.md §7.5): core_attn drops softmax and headCast,
-// layernorm drops normOp, mla_up_proj drops attUp, moe_act and mlp drop ffAct.
-RecomputeSwitches megatron_modules(const std::string& detail) {
+// Megatron's recompute_modules (memory-model.md §7.5; Megatron-Core transformer_layer.py):
+// core_attn drops softmax and headCast; mla_up_proj drops attUp; mlp reruns a dense layer's whole
+// MLP from its input; moe_act reruns the routed experts' activation; layernorm drops the norms'
+// inputs, where the norm is a module of its own — with Transformer Engine a dense layer's norms
+// are fused into the linears that follow them (TELayerNormColumnParallelLinear, the layer's own
+// norm an IdentityOp), so there only MoE layers' pre-MLP norms would rerun: dense models keep them.
+RecomputeSwitches megatron_modules(const std::string& detail, bool moe_model) {
   RecomputeSwitches sw{true, true, true, true, true, true, true, true};
   // "recompute_modules=[a, b]", spaces allowed around '='; anything else keeps the default.
   const std::string key = "recompute_modules";
@@ -124,9 +128,14 @@ RecomputeSwitches megatron_modules(const std::string& detail) {
   if (close == std::string::npos) return RecomputeSwitches::megatron_core_attn();
   const std::string modules = detail.substr(at + 1, close - at - 1);
   if (modules.find("core_attn") != std::string::npos) sw.softmax = sw.headCast = false;
-  if (modules.find("layernorm") != std::string::npos) sw.normOp = false;
+  if (modules.find("layernorm") != std::string::npos && moe_model) sw.normOp = false;
   if (modules.find("mla_up_proj") != std::string::npos) sw.attUp = false;
-  if (modules.find("moe_act") != std::string::npos || modules.find("mlp") != std::string::npos) sw.ffAct = false;
+  if (modules.find("moe_act") != std::string::npos) sw.moe_act = false;
+  // "mlp" itself, not the "mlp" inside another module's name
+  std::size_t at_mlp = modules.find("mlp");
+  while (at_mlp != std::string::npos && at_mlp > 0 && std::isalnum(static_cast<unsigned char>(modules[at_mlp - 1])))
+    at_mlp = modules.find("mlp", at_mlp + 1);
+  if (at_mlp != std::string::npos) sw.dense_mlp = false;
   return sw;
 }
 
@@ -315,7 +324,7 @@ void read_case_recompute(ValidationCase& vc, const Fields& c, const std::string&
     // MoE layers (no analytic SAC record) fall back to HyperParallel's switches, the same policy.
     vc.run.options.switches = vc.framework == "torchtitan" || vc.framework == "pytorch-probe"
                                   ? RecomputeSwitches::hyperparallel()
-                                  : megatron_modules(detail);
+                                  : megatron_modules(detail, vc.model.is_moe());
     if (vc.framework == "torchtitan" || vc.framework == "pytorch-probe") {
       vc.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;  // the probe's SAC is torchtitan's
     }

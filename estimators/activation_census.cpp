@@ -91,6 +91,10 @@ double attention_block(const Model& m, const Run& run, const Strategy& s, Census
   if (flash) {
     c.add(Op::attBMM, true, o.beta_a * (a * dh + 2 * kv * dh));
     c.add(Op::softmax, true, o.beta_lse * a);
+    // Flash attention keeps its output O for its backward. It is the output projection's input
+    // too, counted once below, unless that projection keeps its own FP8 copy (Transformer
+    // Engine's linears: linear.py saves the cast input; backends.py FusedAttnFunc saves O).
+    if (lin != o.beta_a) c.add(Op::attBMM, true, o.beta_a * a * dh);
   } else {
     c.add(Op::attBMM, true, o.beta_a * 3 * a * dh);  // eager GQA expands K and V to a heads
     scores();
@@ -106,12 +110,16 @@ double attention_block(const Model& m, const Run& run, const Strategy& s, Census
 // What the FFN keeps of its input: its norm's input and the normed input the first matrices read;
 // Gemma's post-FFN norm keeps the FFN output too. A parallel block (Cohere 2: attention and FFN
 // read one normed input) keeps nothing more: autograd saves that tensor once, with attention.
-void ffn_input(const Model& m, const Run& run, Census& c) {
+void ffn_input(const Model& m, const Run& run, FfnKind ffn, Census& c) {
   const double h = static_cast<double>(m.hidden);
   if (m.norms_per_layer == 4) c.add(Op::normOp, false, run.options.beta_n * h);
   if (m.norms_per_layer == 1) return;
-  c.add(Op::normOp, false, run.options.beta_n * h);
-  c.add(Op::ffMM, false, linear_input_bytes(run) * h);
+  c.add(Op::normOp, false, run.options.beta_n * h);  // the MLP's checkpointed input
+  if (ffn == FfnKind::dense) {
+    c.add_mlp(Op::ffMM, false, linear_input_bytes(run) * h);
+  } else {
+    c.add(Op::ffMM, false, linear_input_bytes(run) * h);
+  }
 }
 
 // §7.4.3: dense FFN. Returns W_mlp.
@@ -120,10 +128,10 @@ double dense_block(const Model& m, const Run& run, Census& c) {
   const double f = static_cast<double>(m.ffn);
   const double n_up = m.gated ? 2 : 1;
   const double lin = linear_input_bytes(run);
-  ffn_input(m, run, c);
-  c.add(Op::ffMM, true, o.beta_a * n_up * f);
-  c.add(Op::ffAct, true, lin * f);
-  if (m.gated && !o.fused_swiglu) c.add(Op::other, true, o.beta_a * f);
+  ffn_input(m, run, FfnKind::dense, c);
+  c.add_mlp(Op::ffMM, true, o.beta_a * n_up * f);
+  c.add_mlp(Op::ffAct, true, lin * f);
+  if (m.gated && !o.fused_swiglu) c.add_mlp(Op::other, true, o.beta_a * f);
   return o.beta_a * (n_up + 1) * f;
 }
 
@@ -137,10 +145,11 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
   const double n_asg = k * rho;
   const double lin = linear_input_bytes(run);
-  ffn_input(m, run, c);
+  ffn_input(m, run, FfnKind::moe, c);
   c.add(Op::ffMM, false, o.beta_a * (2 * E + k) + o.beta_a * h);  // router slot + combined output
   c.add(Op::ffMM, true, n_asg * (lin * h * static_cast<double>(s.etp) + o.beta_a * n_up * fe) + o.beta_a * n_up * fsh);
   c.add(Op::ffAct, true, n_asg * lin * fe + lin * fsh);
+  c.moe_act_tp += n_asg * lin * fe;  // the routed experts' share (Megatron's moe_act reruns it)
   if (m.gated && !o.fused_swiglu) c.add(Op::other, true, n_asg * o.beta_a * fe + o.beta_a * fsh);
   return n_asg * o.beta_a * (n_up + 1) * fe + o.beta_a * (n_up + 1) * fsh;
 }

@@ -40,10 +40,20 @@ struct Census {
   // the parts SP shards, TP shards, and neither (row-parallel matmul outputs before their
   // reduce-scatter). Negative sac_saved: not available.
   double sac_saved = -1, sac_saved_tp = 0, sac_unsplit = 0;
+  // Of `saved`/`saved_tp`, by op: what a dense MLP keeps beyond its checkpointed input (the normed
+  // input of its first matrices, their outputs, the second matrix's input), which Megatron's
+  // `mlp` recompute module drops; and what routed experts' activation functions keep, which its
+  // `moe_act` drops (RecomputeSwitches::dense_mlp, ::moe_act).
+  std::array<double, kOpCount> mlp_saved{}, mlp_saved_tp{};
+  double moe_act = 0, moe_act_tp = 0;
 
   double saved_total() const;
   double saved_tp_total() const;
   void add(Op op, bool tp_split, double bytes) { (tp_split ? saved_tp : saved)[static_cast<std::size_t>(op)] += bytes; }
+  void add_mlp(Op op, bool tp_split, double bytes) {  // a dense MLP's own (see mlp_saved)
+    add(op, tp_split, bytes);
+    (tp_split ? mlp_saved_tp : mlp_saved)[static_cast<std::size_t>(op)] += bytes;
+  }
 };
 
 // Whether a selective layer keeps the bytes of `op` under `sw` (§7.5): ops without a switch are

@@ -24,8 +24,12 @@ CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, dou
   double sel = 0, sel_tp = 0;
   for (std::size_t op = 0; op < kOpCount; ++op) {
     if (!op_kept(static_cast<Op>(op), sw)) continue;
-    sel += c.saved[op];
-    sel_tp += c.saved_tp[op];
+    sel += c.saved[op] - (sw.dense_mlp ? 0 : c.mlp_saved[op]);
+    sel_tp += c.saved_tp[op] - (sw.dense_mlp ? 0 : c.mlp_saved_tp[op]);
+  }
+  if (sw.ffAct && !sw.moe_act) {
+    sel += -c.moe_act;
+    sel_tp += -c.moe_act_tp;
   }
   // Gathered CP keys and values are kept when the attention's batched matmuls keep theirs.
   t.kept_sel = sel / sigma + sel_tp / tp + (sw.attBMM ? g_kv : 0);

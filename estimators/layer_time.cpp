@@ -106,6 +106,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
       t.recompute_repeats_cp[sel] = true;
     }
     if (!sw.attUp) t.recompute[sel] += up_f;
+    if (!sw.dense_mlp && ffn == FfnKind::dense) t.recompute[sel] += ffn_proj_f;  // Megatron's `mlp` module
   }
   t.recompute_repeats_cp[static_cast<int>(Recompute::full)] = true;
 }

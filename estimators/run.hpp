@@ -83,6 +83,10 @@ struct RecomputeSwitches {
   // switches_for, layer_activations.hpp); `select_comm` is its select_comm_recompute.
   enum class Rule : std::uint8_t { fixed, mindformers } rule = Rule::fixed;
   bool select_comm = false;
+  // Megatron-Core's recompute modules by block (transformer_layer.py): `mlp` reruns a dense
+  // layer's whole MLP from its checkpointed input (MoE layers untouched); `moe_act` reruns the
+  // routed experts' activation function only (dense layers untouched). false: recomputed.
+  bool dense_mlp = true, moe_act = true;
   static RecomputeSwitches megatron_core_attn() { return {}; }
   static RecomputeSwitches hyperparallel() { return {true, true, false, false, false, false, false, false}; }
   static RecomputeSwitches mindformers(bool select_comm) {

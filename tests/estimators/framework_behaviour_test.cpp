@@ -71,12 +71,26 @@ TEST_CASE("deferred FSDP gradient sync under torchtitan PP holds unsharded fp32 
 
 TEST_CASE("FP8-saved linear inputs keep 1 byte per element (§7.4.7)") {
   // Llama-3.1-8B, tp 1: the QKV, output-projection, FFN and down-projection inputs drop to 1 byte:
-  // saved 16,384 + 4,096 + 4,096; saved_tp 12,288 + 128 + 4,096 + 57,344 + 14,336.
+  // saved 16,384 + 4,096 + 4,096; saved_tp 12,288 + 128 + 4,096 + 57,344 + 14,336, and the
+  // attention output O that flash attention keeps in bf16 beside the projection's FP8 copy:
+  // 2·32·128 = 8,192 (Transformer Engine's FusedAttnFunc saves O; linear.py the cast input).
   auto c = make_case("llama-3.1-8b", 8, 8192, 8, "dp=8");
   c.run.options.fp8_saved_matmul_inputs = true;
   const Census census = analytic_census(c.model, c.run, c.strategy, FfnKind::dense);
   CHECK(census.saved_total() == 24'576);
-  CHECK(census.saved_tp_total() == 88'192);
+  CHECK(census.saved_tp_total() == 88'192 + 8'192);
+  // Megatron's `mlp` recompute module: the dense MLP keeps only its input; gone are its normed FP8
+  // input 4,096, the gate and up outputs 2·2·14,336 = 57,344 and the down input 14,336 (75,776).
+  c.strategy.recompute = Recompute::selective;
+  const double kept = per_token(census, c.run, c.strategy, 0).kept_sel;
+  c.run.options.switches.dense_mlp = false;
+  CHECK(per_token(census, c.run, c.strategy, 0).kept_sel == kept - 75'776);
+  // On a MoE layer (Mixtral-8x7B) it drops nothing.
+  auto x = make_case("mixtral-8x7b", 8, 4096, 8, "dp=8,recompute=selective");
+  const Census moe = analytic_census(x.model, x.run, x.strategy, FfnKind::moe);
+  const double moe_kept = per_token(moe, x.run, x.strategy, 0).kept_sel;
+  x.run.options.switches.dense_mlp = false;
+  CHECK(per_token(moe, x.run, x.strategy, 0).kept_sel == moe_kept);
 }
 
 TEST_CASE("grad_clip_model: seed under the default rules, each part scaled once (§9.9)") {
