@@ -56,6 +56,8 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.compiled_elementwise_passes = f.optional_number("compiled_elementwise_passes", 0, 100).value_or(1);
   p.fp8_gemm_speedup = f.optional_number("fp8_gemm_speedup", 1e-3, 10).value_or(1);
   p.step_casts_grads_to_fp32 = f.optional_bool("step_casts_grads_to_fp32").value_or(false);
+  p.fused_swiglu = f.optional_bool("fused_swiglu").value_or(true);
+  p.moe_fp32_combine = f.optional_bool("moe_fp32_combine").value_or(false);
   // A profile that does not price rowwise scaling on its own prices it as tensorwise.
   p.fp8_rowwise_gemm_speedup = f.optional_number("fp8_rowwise_gemm_speedup", 1e-3, 10).value_or(p.fp8_gemm_speedup);
   return p;
@@ -147,6 +149,7 @@ Run make_run(const RunFlags& flags, bool need_batch, const InputOrigin& origin) 
   run.options.loss_transient_bytes = run.profile.loss_transient_bytes;
   run.options.loss_parallel_transient_bytes = run.profile.loss_parallel_transient_bytes;
   run.options.output_saves_gathered_input = run.profile.output_saves_gathered_input;
+  run.options.fused_swiglu = run.profile.fused_swiglu;
   if (flags.run_options_file) {
     apply_run_options(load_yaml_file(*flags.run_options_file), *flags.run_options_file, run);
   }

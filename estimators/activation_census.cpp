@@ -122,6 +122,10 @@ void ffn_input(const Model& m, const Run& run, FfnKind ffn, Census& c) {
   }
 }
 
+// Whether the gated FFN's activation keeps one tensor (a fused SwiGLU kernel, or torch.compile's
+// fusion) or three (eager silu(w1·x) · w3·x: the silu output and both product inputs).
+bool swiglu_fused(const Run& run) { return run.options.fused_swiglu || run.options.torch_compile; }
+
 // §7.4.3: dense FFN. Returns W_mlp.
 double dense_block(const Model& m, const Run& run, Census& c) {
   const RunOptions& o = run.options;
@@ -131,7 +135,7 @@ double dense_block(const Model& m, const Run& run, Census& c) {
   ffn_input(m, run, FfnKind::dense, c);
   c.add_mlp(Op::ffMM, true, o.beta_a * n_up * f);
   c.add_mlp(Op::ffAct, true, lin * f);
-  if (m.gated && !o.fused_swiglu) c.add_mlp(Op::other, true, o.beta_a * f);
+  if (m.gated && !swiglu_fused(run)) c.add_mlp(Op::other, true, o.beta_a * f);
   return o.beta_a * (n_up + 1) * f;
 }
 
@@ -150,7 +154,10 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   c.add(Op::ffMM, true, n_asg * (lin * h * static_cast<double>(s.etp) + o.beta_a * n_up * fe) + o.beta_a * n_up * fsh);
   c.add(Op::ffAct, true, n_asg * lin * fe + lin * fsh);
   c.moe_act_tp += n_asg * lin * fe;  // the routed experts' share (Megatron's moe_act reruns it)
-  if (m.gated && !o.fused_swiglu) c.add(Op::other, true, n_asg * o.beta_a * fe + o.beta_a * fsh);
+  if (m.gated && !swiglu_fused(run)) c.add(Op::other, true, n_asg * o.beta_a * fe + o.beta_a * fsh);
+  // torchtitan's eager combine casts each routed row back in fp32 before the weighted sum
+  // (token_dispatcher.py), a copy autograd keeps: 4 bytes per element, k rows (FrameworkProfile).
+  if (run.profile.moe_fp32_combine && !run.options.torch_compile) c.add(Op::other, false, 4 * k * h);
   return n_asg * o.beta_a * (n_up + 1) * fe + o.beta_a * (n_up + 1) * fsh;
 }
 
@@ -160,14 +167,36 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
 // every-second-mm rule): per layer the mm outputs in call order are wq, wk, wv, wo, w1, w3, w2;
 // the odd ones (wq, wv, w1, w2) are saved, with the attention output and its log-sum-exp and the
 // outputs of reduce-scatters; the block input is the checkpoint's own input.
-void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, Census& c) {
+//
+// An MoE layer (torchtitan/distributed/activation_checkpoint.py with models/common/moe.py and
+// token_dispatcher.py, torchtitan b5bcd76): the router's gate is forced to recompute and not
+// counted, the routed experts run as grouped GEMMs (torch._grouped_mm, not an mm, recomputed), so
+// the count goes on with the shared expert's w1 (saved), w3, w2 (saved). Kept besides: topk's fp32
+// scores and int64 indices (12 bytes per routed slot) and, with expert parallelism, the
+// all-to-all outputs of dispatch (k·ρ rows received) and combine (k rows).
+void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, Census& c) {
   if (m.attention != AttentionKind::gqa) return;
   const double b = run.options.beta_a;
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
-  const double dh = static_cast<double>(m.head_dim), f = static_cast<double>(m.ffn);
+  const double dh = static_cast<double>(m.head_dim);
   const double kv = static_cast<double>(replicated_kv_heads(m, s));
-  c.sac_saved = b * h;                                                              // block input
-  c.sac_saved_tp = b * (a * dh + kv * dh + a * dh + f) + run.options.beta_lse * a;  // wq, wv, attention, w1
+  const double attention = b * (a * dh + kv * dh + a * dh) + run.options.beta_lse * a;  // wq, wv, attention
+  c.sac_saved = b * h;                                                                  // block input
+  if (ffn == FfnKind::dense) {
+    c.sac_saved_tp = attention + b * static_cast<double>(m.ffn);  // w1
+  } else {
+    const double k = static_cast<double>(m.top_k);
+    const double rho =
+        run.options.moe_mode == MoeMode::capacity ? run.options.capacity_factor : run.options.moe_imbalance;
+    const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
+    c.sac_saved_tp = attention + b * fsh;                // the shared expert's w1
+    c.sac_saved += 12 * k;                               // topk: fp32 scores, int64 indices
+    if (s.ep > 1) c.sac_saved += b * h * k * (rho + 1);  // dispatch and combine all-to-all outputs
+    if (fsh == 0) {                                      // no w2 output to keep; wo's reduce-scatter only
+      if (s.tp > 1) c.sac_saved += b * h;
+      return;
+    }
+  }
   if (s.tp > 1) {
     c.sac_unsplit = b * h;     // w2's partial sum, full sequence
     c.sac_saved += 2 * b * h;  // reduce-scatter outputs of wo and w2
@@ -178,7 +207,7 @@ void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, Census& c
 
 Census analytic_census(const Model& m, const Run& run, const Strategy& s, FfnKind ffn) {
   Census c;
-  if (ffn == FfnKind::dense) torchtitan_sac(m, run, s, c);
+  torchtitan_sac(m, run, s, ffn, c);
   c.w_att = attention_block(m, run, s, c);
   c.w_mlp = ffn == FfnKind::moe ? moe_block(m, run, s, c) : dense_block(m, run, c);
   if (hidden_dropout(m, run)) c.add(Op::dropout, false, 2 * static_cast<double>(m.hidden));  // §7.4.4

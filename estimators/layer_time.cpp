@@ -64,7 +64,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   const KernelScales eta = kernel_scales(run, s);
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
   const double shards = static_cast<double>(s.tp * s.cp);  // §7.3: every op split over tp·cp
-  double att_proj_f = 0, ffn_proj_f = 0, up_f = 0;
+  double att_proj_f = 0, ffn_proj_f = 0, up_f = 0, shared_f = 0;
   for (std::size_t i = 0; i < flops.count; ++i) {
     const FlopOp& op = flops.ops[i];
     const double F = op.flops / shards;
@@ -81,6 +81,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     if (op.role == OpRole::attention_proj || op.role == OpRole::attention_up) att_proj_f += f;
     if (op.role == OpRole::attention_up) up_f += f;
     if (op.role == OpRole::ffn_proj) ffn_proj_f += f;
+    if (op.role == OpRole::shared_expert) shared_f += f;
   }
 
   // §7.3 option `elementwise`: memory-bound bytes of norms, rotary, activation and residual adds
@@ -98,7 +99,11 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   t.recompute[static_cast<int>(Recompute::full)] = t.forward;
   const int sel = static_cast<int>(Recompute::selective);
   const RecomputeSwitches sw = switches_for(run, s);
-  if (runs_hyperparallel(run, sw)) {
+  if (run.options.selective_policy == SelectivePolicy::torchtitan_op_sac && ffn == FfnKind::moe) {
+    // torchtitan's op SAC on an MoE layer: every other attention matmul, every routed expert's
+    // grouped GEMM (not in its save list), every other shared-expert matmul (activation_census.cpp).
+    t.recompute[sel] = 0.5 * att_proj_f + ffn_proj_f + 0.5 * shared_f;
+  } else if (runs_hyperparallel(run, sw)) {
     t.recompute[sel] = 0.5 * att_proj_f + 0.5 * ffn_proj_f;  // every other matmul; core outputs saved
   } else {
     if (!sw.softmax || !sw.attBMM) {

@@ -71,6 +71,11 @@ struct FrameworkProfile {
   // bytes: Megatron-Core's optimizers (distrib_optimizer.py and optimizer.py,
   // _copy_model_grads_to_main_grads: `main_param.grad = shard_model_grad.float()`).
   bool step_casts_grads_to_fp32 = false;
+  // A fused SwiGLU kernel (Megatron's bias_swiglu / TE): eager torchtitan runs silu and the
+  // product as separate ops, unfused unless compiled (RunOptions::fused_swiglu's default).
+  bool fused_swiglu = true;
+  // torchtitan's MoE combine keeps an fp32 copy of the routed outputs (token_dispatcher.py).
+  bool moe_fp32_combine = false;
 };
 
 // Selective-recompute op switches (memory-model.md §7.5): true keeps the op's bytes, false drops

@@ -135,3 +135,33 @@ TEST_CASE("Megatron's optimizer step casts bf16 gradients to fp32, one shard's w
   c.run.profile.step_casts_grads_to_fp32 = false;
   CHECK_BYTES(test::estimate(c).stages[0].step_transient, 0.0);
 }
+
+TEST_CASE("torchtitan per-op SAC on an MoE layer keeps the topk and the all-to-all outputs, not the experts'") {
+  // Qwen3-30B-A3B (h 2048, 32 heads, 4 KV heads of 128, top-8 of 128 experts, no shared expert),
+  // tp 1: block input 2·2048 = 4,096; wq 2·4096, wv 2·512, attention output 2·4096 and its fp32
+  // log-sum-exp 4·32 = 17,536; topk 12·8 = 96: 21,728 bytes per token. The grouped expert GEMMs
+  // and the forced-recompute gate keep nothing.
+  auto c = make_case("qwen3-30b-a3b", 8, 4096, 8, "dp=8,zero=3,recompute=selective", "torchtitan");
+  c.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
+  const Census census = analytic_census(c.model, c.run, c.strategy, FfnKind::moe);
+  CHECK(per_token(census, c.run, c.strategy, 0).kept_sel == 21'728);
+  // ep 8: the dispatch (k·ρ = 8 rows received, ρ = 1) and combine (8 rows) outputs, 2·2048·8·2 = 65,536.
+  auto e = make_case("qwen3-30b-a3b", 8, 4096, 8, "dp=8,ep=8,zero=3,recompute=selective", "torchtitan");
+  e.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
+  const Census ep = analytic_census(e.model, e.run, e.strategy, FfnKind::moe);
+  CHECK(per_token(ep, e.run, e.strategy, 0).kept_sel == 21'728 + 65'536);
+}
+
+TEST_CASE("eager torchtitan keeps SwiGLU unfused and the MoE combine's fp32 copy; compiled, neither") {
+  // No recompute, Qwen3-30B-A3B, tp 1: eager adds the silu output per routed slot (2·768 each,
+  // k = 8: 12,288) and the fp32 copy of each routed output (4·2048·8 = 65,536) = 77,824 bytes per
+  // token over the fused, compiled layer.
+  auto eager = make_case("qwen3-30b-a3b", 8, 4096, 8, "dp=8,zero=3", "torchtitan");
+  auto compiled = eager;
+  compiled.run.options.torch_compile = true;
+  const double a = analytic_census(eager.model, eager.run, eager.strategy, FfnKind::moe).saved_total() +
+                   analytic_census(eager.model, eager.run, eager.strategy, FfnKind::moe).saved_tp_total();
+  const double b = analytic_census(compiled.model, compiled.run, compiled.strategy, FfnKind::moe).saved_total() +
+                   analytic_census(compiled.model, compiled.run, compiled.strategy, FfnKind::moe).saved_tp_total();
+  CHECK(a - b == 77'824);
+}
