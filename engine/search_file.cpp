@@ -138,7 +138,6 @@ SearchFile load_search_file(const std::string& path) {
       const bool on = state == "on" || state == "true";
       if (!on && state != "off" && state != "false")
         throw InputError(path, "policies." + name, "expected on or off, got " + quoted_text(state));
-      if (const auto why = policy_switch_refusal(*policy, on)) throw InputError(path, "policies." + name, *why);
       sf.policies.emplace_back(*policy, on);
     }
   }

@@ -110,8 +110,6 @@ void apply_pin_flags(const PinFlags& f, Pins& pins, PolicySet& policies) {
                          "hsdp_candidates, full_recompute_all, megatron_target, trainer_target; got " +
                              quoted_text(item));
       }
-      if (const auto why = policy_switch_refusal(*pol, state == "on"))
-        throw InputError("command line", "--policies", *why);
       policies.on[static_cast<std::size_t>(*pol)] = state == "on";
     }
   }

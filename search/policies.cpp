@@ -16,15 +16,6 @@ const char* const kNames[] = {"tp_in_node",           "tpcp_in_node",  "ep_in_no
 const char* const kIds[] = {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"};
 }  // namespace
 
-std::optional<std::string> policy_switch_refusal(Policy p, bool on) {
-  if (p == Policy::full_recompute_all && !on) {
-    return "full_recompute_all=off would search the number of fully recomputed layers per stage (n_rc), which "
-           "this version does not search yet; price one count with estimate --strategy "
-           "...,recompute=full,recompute_layers=N";
-  }
-  return std::nullopt;
-}
-
 const char* policy_name(Policy p) { return kNames[static_cast<std::size_t>(p)]; }
 const char* policy_id(Policy p) { return kIds[static_cast<std::size_t>(p)]; }
 

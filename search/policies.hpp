@@ -31,11 +31,6 @@ enum class Policy : std::uint8_t {
 };
 inline constexpr std::size_t kPolicyCount = 14;
 
-// Why a policy cannot be switched to `on` (nullopt when it can): full_recompute_all off would
-// search n_rc, the fully recomputed layers per stage, which the enumeration does not yet; a
-// switch that changed nothing would mislead.
-std::optional<std::string> policy_switch_refusal(Policy p, bool on);
-
 const char* policy_name(Policy p);  // the stable name of the search file ("tp_in_node")
 const char* policy_id(Policy p);    // "P1" …
 std::optional<Policy> policy_by_name(const std::string& name);

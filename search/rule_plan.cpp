@@ -71,7 +71,7 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
     if (!space.policies.enabled(p)) continue;
     const std::uint32_t reads = policy_reads(p);
     if ((given & reads) == reads) continue;         // every dimension it reads was given (§2.3)
-    if (p == Policy::full_recompute_all) continue;  // holds by construction: n_rc is not enumerated
+    if (p == Policy::full_recompute_all) continue;  // holds by construction: n_rc is enumerated only when it is off
     plan.rules.push_back({27 + i, level_of(reads, moe), (reads & kMicroBatch) != 0});
   }
   std::vector<std::uint32_t> reads_of;  // per planned rule, what it reads

@@ -116,18 +116,21 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, TripleWalk
               for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
                 if (!allowed(pins.recompute, rc)) continue;
                 s.recompute = rc;
-                s.recompute_layers = 0;
-                // b rises innermost: `first` marks the start of a run over b with all else fixed.
-                bool first_in_run = true;
-                for (std::size_t bi : sizes) {
-                  const std::size_t f = walk.leaf_rule(bi);
-                  s.micro_batch = d.bs[bi];
-                  s.num_microbatches = d.ms[bi];
-                  visit(s, Position{first_in_run, bi, mode_index, weight,
-                                    f == RulePlan::kNone ? Position::kValid : plan.rules[f].slot});
-                  first_in_run = false;
+                const std::size_t n_rc_count = rc == Recompute::full ? d.recompute_layers.size() : 1;
+                for (std::size_t ri = 0; ri < n_rc_count; ++ri) {
+                  s.recompute_layers = rc == Recompute::full ? d.recompute_layers[ri] : 0;
+                  // b rises innermost: `first` marks the start of a run over b with all else fixed.
+                  bool first_in_run = true;
+                  for (std::size_t bi : sizes) {
+                    const std::size_t f = walk.leaf_rule(bi);
+                    s.micro_batch = d.bs[bi];
+                    s.num_microbatches = d.ms[bi];
+                    visit(s, Position{first_in_run, bi, mode_index, weight,
+                                      f == RulePlan::kNone ? Position::kValid : plan.rules[f].slot});
+                    first_in_run = false;
+                  }
+                  ++mode_index;
                 }
-                ++mode_index;
               }
             }
             walk.credit_zero();

@@ -58,8 +58,18 @@ void TripleDomains::fill(const SearchSpace& space, const std::array<std::int64_t
       }
     }
   }
-  modes = 0;
-  for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) modes += allowed(pins.recompute, rc);
+  // n_rc (search-and-time.md §2.5, policy P12): a stage holds at most ⌈L_eff/pp⌉ layer slots,
+  // whatever vpp (memory-model.md §5: the remainder goes one slot per virtual stage to the last
+  // ones, which lie on consecutive stages), so n_rc from 1 to one below that is partial somewhere.
+  const std::int64_t layer_slots =
+      m.layers + (space.run->options.account_embedding ? 1 : 0) + (space.run->options.account_loss ? 1 : 0);
+  recompute_layers.clear();
+  if (!space.policies.enabled(Policy::full_recompute_all)) {
+    for (std::int64_t n = 1; n < (layer_slots + pp - 1) / pp; ++n) recompute_layers.push_back(n);
+  }
+  recompute_layers.push_back(0);
+  modes = allowed(pins.recompute, Recompute::none) + allowed(pins.recompute, Recompute::selective) +
+          (allowed(pins.recompute, Recompute::full) ? static_cast<std::int64_t>(recompute_layers.size()) : 0);
 
   vpp_max = pp > 1 ? m.layers : 1;
   passes = vpp_max + (pp > 1 ? static_cast<std::int64_t>(extra_schedules.size()) : 0);

@@ -26,7 +26,11 @@ struct TripleDomains {
   std::vector<std::int64_t> eps, etps;
   // ZeRO 0 with G = 1, then each stage with every G = cp·j, j | dp, G ≥ 2 (ruling 3).
   std::vector<std::pair<int, std::int64_t>> zeros;
-  std::int64_t modes = 0;  // recompute modes allowed
+  // The recompute settings under one micro-batch size: none, selective, and full with each n_rc
+  // of `recompute_layers` (only 0, every layer, unless the policy full_recompute_all is off:
+  // then 1 .. the most layers a stage holds − 1, and 0 last, as the canonical key orders them).
+  std::vector<std::int64_t> recompute_layers;
+  std::int64_t modes = 0;
   // vpp 1..L with the schedule it implies, then one pass per listed-only schedule (H21). A pass's
   // weight: 0 when the pins skip it, above 1 for the one vpp that stands for the H12 tail (vpp with
   // pp·vpp > L_eff, walked once with the weight of all of it; see Position).

@@ -324,12 +324,23 @@ TEST_CASE("search over a device list writes CSV when asked; check names a missin
   CHECK(missing.err.find("--device is required") == std::string::npos);
 }
 
-TEST_CASE("a policy switch that the search could not honour is refused, not ignored") {
-  const auto r = run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8", "--seq", "4096",
-                      "--global-batch", "64", "--policies", "full_recompute_all=off"});
-  CHECK(r.code == 2);
-  CHECK(r.err.find("full_recompute_all=off would search the number of fully recomputed layers") != std::string::npos);
-  CHECK(r.out.empty());
+TEST_CASE("full_recompute_all=off searches n_rc, the fully recomputed layers per stage (issue 23)") {
+  // Llama-3.1-8B's 32 layers on pp 2: a stage holds 16, so n_rc takes 1..15 and "every layer":
+  // 16 settings where the policy allows one, every other dimension alike: 16 times the candidates.
+  auto counts = [](const char* state) {
+    const auto r = run({"search", "--model", "llama-3.1-8b", "--device", "h100-80gb", "--devices", "8", "--seq", "4096",
+                        "--global-batch", "64", "--pp", "2", "--recompute", "full", "--policies",
+                        std::string("full_recompute_all=") + state, "--format", "json"});
+    REQUIRE(r.code == 0);
+    return YAML::Load(r.out);
+  };
+  const YAML::Node on = counts("on"), off = counts("off");
+  CHECK(off["counts"]["valid"].as<std::int64_t>() == 16 * on["counts"]["valid"].as<std::int64_t>());
+  CHECK(off["counts"]["enumerated"].as<std::int64_t>() == 16 * on["counts"]["enumerated"].as<std::int64_t>());
+  // Recomputing fewer layers is faster: the fastest fitting strategy now recomputes some, not all.
+  const std::string best = off["front"][0]["strategy_string"].as<std::string>();
+  CHECK(best.find("recompute_layers=") != std::string::npos);
+  CHECK(off["front"][0]["step_time_s"].as<double>() < on["front"][0]["step_time_s"].as<double>());
 }
 
 TEST_CASE("validate knows the devices other case files name: GB200, GB300, MI300X-192GB") {

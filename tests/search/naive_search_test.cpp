@@ -88,6 +88,7 @@ TEST_CASE("the search's output is the naive search's on small spaces") {
     std::string rules;
     bool policies_off;
     std::array<double, 3> fit_factor{1, 1, 1};  // --fit-margin's factors by recompute mode
+    bool search_n_rc = false;                   // with policies off: P12 too, n_rc enumerated (issue 23)
   };
   const std::string d = test::data_path("models/");
   for (const Spec& spec : std::vector<Spec>{{"llama-3.1-8b", 8, 4096, 32, "default", false},
@@ -99,8 +100,8 @@ TEST_CASE("the search's output is the naive search's on small spaces") {
                                             {"mixtral-8x7b", 16, 4096, 32, "sapp-nd", false},
                                             {"qwen3-30b-a3b", 8, 4096, 32, "default", true},
                                             {d + "deepseek-v2-lite.json", 8, 2048, 32, "default", true},
-                                            {d + "tiny-moe.yaml", 8, 2048, 32, "default", true},
-                                            {d + "gpt2.json", 4, 1024, 16, "default", true},
+                                            {d + "tiny-moe.yaml", 8, 2048, 32, "default", true, {1, 1, 1}, true},
+                                            {d + "gpt2.json", 4, 1024, 16, "default", true, {1, 1, 1}, true},
                                             {d + "qwen2-7b.json", 8, 4096, 16, "sapp-nd", true}}) {
     CAPTURE(spec.model);
     CAPTURE(spec.devices);
@@ -118,6 +119,7 @@ TEST_CASE("the search's output is the naive search's on small spaces") {
     space.run = &run;
     space.cluster = &cluster;
     if (spec.policies_off) space.policies.on.fill(false);
+    if (!spec.search_n_rc) space.policies.on[static_cast<std::size_t>(Policy::full_recompute_all)] = true;
     const Naive naive = naive_search(space, 10);
     CHECK(!naive.front.empty());  // each space has fitting strategies (over a million valid over the twelve)
     // Every pass on, then each pruning pass off alone (pruning_passes.hpp): the same output.
