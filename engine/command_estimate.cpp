@@ -2,7 +2,9 @@
 // memory-model.md §13), then the step time and its parts (search-and-time.md §7.10).
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 
+#include "engine/balance_report.hpp"
 #include "engine/cli_options.hpp"
 #include "engine/commands.hpp"
 #include "engine/device_config.hpp"
@@ -193,7 +195,15 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out, st
       "Strategy: comma-separated key=value, e.g. dp=8,tp=4,sp=true,pp=2,zero=1,recompute=selective,mbs=1\n"
       "Options");
   add_cluster_options(desc, cluster_flags);
-  desc.add_options()("strategy", po::value(&strategy_text), "the strategy string");
+  bool balance = false;
+  double balance_slack = 0;
+  desc.add_options()("strategy", po::value(&strategy_text), "the strategy string")(
+      "balance", po::bool_switch(&balance),
+      "also the pipeline layout (layers, and under full recompute the recomputed layers, per stage) that "
+      "minimises the peak; the exit code then says whether that layout fits (vpp 1)")(
+      "balance-slack", po::value(&balance_slack),
+      "how much slower (a share, e.g. 0.05) the balanced layout's slowest stage may be than the even split's "
+      "(default 0)");
   add_run_options(desc, run_flags);
   add_common_options(desc, common);
   const auto parsed = parse_or_help("estimate", args, desc, common, out);
@@ -220,11 +230,30 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out, st
   const double headroom = parse_headroom(cluster_flags.headroom, cluster.device.capacity);
   const MemoryReport report = estimate_memory(model, run, cluster, s, headroom);
   const TimeReport timing = estimate_step_time(model, run, cluster, s);
+  if (balance) check_flag_range("--balance-slack", balance_slack, 0, 10);
+  const std::optional<BalancedLayout> balanced =
+      balance ? balance_pipeline(model, run, cluster, s, 1 + balance_slack) : std::nullopt;
   if (format == OutputFormat::json) {
-    write_json(model, run, cluster, s, report, timing, out);
+    std::ostringstream body;
+    write_json(model, run, cluster, s, report, timing, body);
+    std::string text = body.str();
+    if (balance) {  // one more field in the same object
+      std::ostringstream field;
+      JsonWriter j(field);
+      j.begin_object();
+      write_balance_json(j, current_layout(model, run, cluster, s), balanced, balance_slack);
+      j.end_object();
+      text = text.substr(0, text.rfind('}')) + "," + field.str().substr(1) + "\n";
+    }
+    out << text;
   } else {
     write_table(model, run, cluster, s, report, out);
     write_time_table(timing, step_time_band(model, run, cluster, s), out);
+    if (balance) write_balance_table(current_layout(model, run, cluster, s), balanced, balance_slack, out);
+  }
+  if (balanced) {
+    const MemoryReport b = estimate_memory(model, with_layout(run, *balanced), cluster, s, headroom);
+    return b.fits ? 0 : 1;
   }
   return report.fits ? 0 : 1;
 }

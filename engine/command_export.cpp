@@ -1,6 +1,7 @@
 // `meshfit export`: one strategy in a trainer's own launch configuration (issue 7; cli.md).
 #include "engine/atomic_file.hpp"
 #include "engine/cli_options.hpp"
+#include "search/pipeline_balancer.hpp"
 #include "engine/commands.hpp"
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
@@ -28,6 +29,11 @@ int command_export(const std::vector<std::string>& args, std::ostream& out, std:
   desc.add_options()("strategy", po::value(&strategy_text), "the strategy string (or a train YAML path)")(
       "to", po::value(&to), "megatron, torchtitan, deepspeed or hyperparallel")(
       "output,o", po::value(&output), "write to FILE (atomically) instead of stdout");
+  bool balance = false;
+  double balance_slack = 0;
+  desc.add_options()("balance", po::bool_switch(&balance),
+                     "export the balanced pipeline layout (estimate --balance) instead of the even split")(
+      "balance-slack", po::value(&balance_slack), "as estimate's --balance-slack (default 0)");
   add_run_options(desc, run_flags);
   desc.add_options()("help,h", po::bool_switch(&common.help), "show this help");
   const auto parsed = parse_or_help("export", args, desc, common, out);
@@ -41,9 +47,20 @@ int command_export(const std::vector<std::string>& args, std::ostream& out, std:
   const StrategyInputs in = load_strategy_inputs("export", vm, {"model", "device", "devices", "strategy"},
                                                  cluster_flags, run_flags, strategy_text);
   const Model& model = in.model;
-  const Run& run = in.run;
-  const Strategy& s = in.strategy;
+  Run run = in.run;
+  Strategy s = in.strategy;
   for (const auto& w : in.warnings) err << "meshfit export: warning: " << w << '\n';
+  if (balance) {
+    check_flag_range("--balance-slack", balance_slack, 0, 10);
+    const auto balanced = balance_pipeline(model, run, in.cluster, s, 1 + balance_slack);
+    if (!balanced) {
+      throw ExportError(
+          "--balance: this strategy has no balanced layout (pp > 1 with vpp 1, no DualPipeV, "
+          "within the time bound)");
+    }
+    run = with_layout(run, *balanced);
+    s.recompute_layers = 0;  // the per-stage counts stand for one count
+  }
   const TrainerConfig config = export_strategy(*format, model, run, s);
   for (const auto& n : config.notes) err << "meshfit export: note: " << n << '\n';
   if (output.empty()) {

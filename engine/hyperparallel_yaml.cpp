@@ -26,7 +26,7 @@ namespace {
 
 }  // namespace
 
-TrainerConfig hyperparallel_yaml(const Model& m, const Run&, const Strategy& s) {
+TrainerConfig hyperparallel_yaml(const Model& m, const Run& run, const Strategy& s) {
   if (s.pp > 1 && s.schedule != Schedule::one_f_one_b && s.schedule != Schedule::interleaved_1f1b) {
     cannot(std::string("its pipeline runs 1F1B or interleaved 1F1B, not ") + to_string(s.schedule));
   }
@@ -62,10 +62,27 @@ TrainerConfig hyperparallel_yaml(const Model& m, const Run&, const Strategy& s) 
     out << "    optimizer_level: level" << s.zero << '\n';
     out << "    optimizer_weight_shard_size: " << s.shard_group << '\n';
   }
-  if (s.vpp > 1) out << "model:\n  model_config:\n    pp_interleave_num: " << s.vpp << '\n';
+  // A per-stage split (vpp 1, e.g. from estimate/export --balance): MindFormers' offset, each
+  // stage's layers over ⌊L/pp⌋ (SAPP-ND's pipeline balance writes the same list).
+  const auto& per_stage = run.options.layers_per_vstage;
+  const bool offsets = s.vpp == 1 && s.pp > 1 && static_cast<std::int64_t>(per_stage.size()) == s.pp;
+  if (s.vpp > 1 || offsets) out << "model:\n  model_config:\n";
+  if (s.vpp > 1) out << "    pp_interleave_num: " << s.vpp << '\n';
+  if (offsets) {
+    std::int64_t total = 0;
+    for (auto v : per_stage) total += v;
+    out << "    offset: [";
+    for (std::size_t i = 0; i < per_stage.size(); ++i) out << (i ? ", " : "") << per_stage[i] - total / s.pp;
+    out << "]\n";
+  }
   out << "runner_config:\n  batch_size: " << s.micro_batch << '\n';
   out << "recompute_config:\n";
-  if (s.recompute == Recompute::full) {
+  const auto& full_per_stage = run.options.full_layers_per_vstage;
+  if (s.recompute == Recompute::full && offsets && static_cast<std::int64_t>(full_per_stage.size()) == s.pp) {
+    out << "  recompute: [";  // the fully recomputed layers of each stage
+    for (std::size_t i = 0; i < full_per_stage.size(); ++i) out << (i ? ", " : "") << full_per_stage[i];
+    out << "]\n";
+  } else if (s.recompute == Recompute::full) {
     out << "  recompute: " << (s.recompute_layers == 0 ? std::string("true") : std::to_string(s.recompute_layers))
         << '\n';
   } else {

@@ -30,9 +30,11 @@ std::string half_precision(const Run& run) {
 }
 
 TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, const Strategy& s) {
-  // No trainer takes a fully-recomputed-layer count per virtual stage: exporting the plain mode
-  // would recompute other layers than the ones estimated.
-  if (s.recompute == Recompute::full && !run.options.full_layers_per_vstage.empty()) {
+  // Only MindFormers (HyperParallel/SAPP-ND) takes a fully-recomputed-layer count per stage (its
+  // recompute list, with vpp 1); for the others exporting the plain mode would recompute other
+  // layers than the ones estimated.
+  const bool per_stage_list = f == TrainerFormat::hyperparallel && s.vpp == 1;
+  if (s.recompute == Recompute::full && !run.options.full_layers_per_vstage.empty() && !per_stage_list) {
     const char* name = f == TrainerFormat::megatron     ? "megatron"
                        : f == TrainerFormat::torchtitan ? "torchtitan"
                        : f == TrainerFormat::deepspeed  ? "deepspeed"
@@ -40,7 +42,8 @@ TrainerConfig export_strategy(TrainerFormat f, const Model& m, const Run& run, c
     throw ExportError(
         std::string(name) +
         " cannot express this strategy: full_layers_per_vstage (fully recomputed layers per virtual stage) has no "
-        "trainer setting; use recompute_layers (per stage) instead");
+        "trainer setting (--to hyperparallel writes a per-stage list with vpp 1); use recompute_layers (per stage) "
+        "instead");
   }
   switch (f) {
     case TrainerFormat::megatron: return megatron_args(m, run, s);
