@@ -54,6 +54,10 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.elementwise = f.optional_bool("elementwise").value_or(false);
   p.eager_elementwise_passes = f.optional_number("eager_elementwise_passes", 0, 100).value_or(1);
   p.compiled_elementwise_passes = f.optional_number("compiled_elementwise_passes", 0, 100).value_or(1);
+  p.loss_bytes_forward = f.optional_number("loss_bytes_forward", 0, 1000).value_or(0);
+  p.loss_bytes_backward = f.optional_number("loss_bytes_backward", 0, 1000).value_or(0);
+  p.unfused_score_bytes_forward = f.optional_number("unfused_score_bytes_forward", 0, 1000).value_or(0);
+  p.unfused_score_bytes_backward = f.optional_number("unfused_score_bytes_backward", 0, 1000).value_or(0);
   p.fp8_gemm_speedup = f.optional_number("fp8_gemm_speedup", 1e-3, 10).value_or(1);
   p.step_casts_grads_to_fp32 = f.optional_bool("step_casts_grads_to_fp32").value_or(false);
   p.fused_swiglu = f.optional_bool("fused_swiglu").value_or(true);

@@ -139,24 +139,54 @@ RecomputeSwitches megatron_modules(const std::string& detail, bool moe_model) {
   return sw;
 }
 
-// FLOPs per token as Megatron-LM reports them (training.py, num_floating_point_operations, with
-// the causal halving of the score term): 12·h per layer for every weight GEMM width (3 passes ×
-// 2 stacked GEMMs × 2 FLOPs), the attention term (1 + g/a + s/(2h))·a·d_h, the FFN width times
-// 1.5 when gated (routed experts times top-k, plus the shared experts), and 6·h·V for the logits.
-// Only for GQA/MHA models (MLA has its own terms there): 0 otherwise.
-double megatron_reported_flops_per_token(const Model& m, double seq, double v_pad) {
+}  // namespace
+
+const char* to_string(FlopsConvention c) {
+  switch (c) {
+    case FlopsConvention::megatron: return "megatron";
+    case FlopsConvention::megatron_pre_2025: return "megatron_pre_2025";
+    case FlopsConvention::megatron_2021_paper: return "megatron_2021_paper";
+  }
+  return "?";
+}
+
+// FLOPs per token as Megatron-LM reports them (training.py, num_floating_point_operations): 12·h
+// per layer for every weight GEMM width (3 passes × 2 stacked GEMMs × 2 FLOPs), the attention
+// term (1 + g/a + s/(2h))·a·d_h, the FFN width times 1.5 when gated (routed experts times top-k,
+// plus the shared experts, dense and MoE layers each counted), and 6·h·V for the logits.
+// megatron_pre_2025: the same file before commit 8873b55d6a (2025-03-06, "Fixes in number of
+// floating-point operation estimates for MoE and attention layer"), as at f2e5db402c (2024-07):
+// the score term s/h, not halved for the causal mask, and every layer's FFN the routed width
+// (moe_ffn_hidden_size·top-k when the model has experts, no shared experts).
+// megatron_2021_paper: Narayanan et al. 2021 (arXiv 2104.04473), appendix, eq. 3:
+// 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) per iteration, four passes of every layer (the forward
+// recomputed under their full activation recompute) and the unhalved score term; for their GPT
+// (MHA, f = 4h, ungated) that is 4/3 of megatron_pre_2025's layer part plus 6·h·V, which is how
+// it is generalised here. Only for GQA/MHA models (MLA has its own terms there): 0 otherwise.
+double megatron_reported_flops_per_token(const Model& m, double seq, double v_pad, FlopsConvention convention) {
   if (m.attention == AttentionKind::mla) return 0;
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double g = static_cast<double>(m.kv_heads), dh = static_cast<double>(m.head_dim);
+  const double L = static_cast<double>(m.layers);
   const double gated = m.gated ? 1.5 : 1.0;
-  const double moe_layers = static_cast<double>(m.moe_layer_count());
-  const double dense_layers = static_cast<double>(m.layers) - moe_layers;
-  const double attention = static_cast<double>(m.layers) * (1 + g / a + seq / (2 * h)) * a * dh;
-  const double ffn = gated * (dense_layers * static_cast<double>(m.ffn) +
-                              moe_layers * (static_cast<double>(m.expert_ffn * m.top_k) +
-                                            static_cast<double>(m.shared_experts * m.shared_expert_ffn)));
-  return 12 * h * (attention + ffn) + 6 * h * v_pad;
+  const bool current = convention == FlopsConvention::megatron;
+  const double score = current ? seq / (2 * h) : seq / h;
+  const double attention = L * (1 + g / a + score) * a * dh;
+  double ffn = 0;
+  if (current) {
+    const double moe_layers = static_cast<double>(m.moe_layer_count());
+    const double dense_layers = L - moe_layers;
+    ffn = gated * (dense_layers * static_cast<double>(m.ffn) +
+                   moe_layers * (static_cast<double>(m.expert_ffn * m.top_k) +
+                                 static_cast<double>(m.shared_experts * m.shared_expert_ffn)));
+  } else {
+    ffn = gated * L * (m.is_moe() ? static_cast<double>(m.expert_ffn * m.top_k) : static_cast<double>(m.ffn));
+  }
+  const double passes = convention == FlopsConvention::megatron_2021_paper ? 4.0 / 3.0 : 1.0;
+  return passes * 12 * h * (attention + ffn) + 6 * h * v_pad;
 }
+
+namespace {
 
 // The case's run, precision and features (the run's options they name), into vc.run.
 void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) {
@@ -226,6 +256,32 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   }
   // So is torchao float8's scaling recipe ("float8 rowwise", "float8 tensorwise").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
+  // The communication the source states it overlapped with compute (README's
+  // features.comm_overlap): tp hides the TP/SP collectives (Megatron's --tp-comm-overlap,
+  // Transformer Engine's userbuffers GEMM overlap; torchtitan's AsyncTP), pp the pipeline's
+  // point-to-point (--overlap-p2p-comm), dp the gradient reduce and parameter gather
+  // (--overlap-grad-reduce, --overlap-param-gather), ep the MoE dispatch (search-and-time.md §7.6).
+  // Unstated (null): the run options' defaults.
+  if (feat.has("comm_overlap")) {
+    const YAML::Node list = feat.raw("comm_overlap");
+    if (!list.IsSequence()) feat.fail("comm_overlap", "expected a list of tp, pp, dp, ep or null");
+    std::string applied;
+    for (const YAML::Node& item : list) {
+      const std::string what = item.IsScalar() ? item.Scalar() : "";
+      if (what == "tp")
+        vc.run.options.tp_overlap = 1;
+      else if (what == "pp")
+        vc.run.options.pp_overlap = true;
+      else if (what == "dp")
+        vc.run.options.dp_overlap = true;
+      else if (what == "ep")
+        vc.run.options.ep_overlap = 1;
+      else
+        feat.fail("comm_overlap", "expected tp, pp, dp or ep, got " + quoted_text(printable(what)));
+      applied += (applied.empty() ? "" : ", ") + what;
+    }
+    if (!applied.empty()) vc.defaults_taken.push_back("comm_overlap [" + applied + "] -> hidden (§7.6)");
+  }
 }
 
 // The case's strategy, into vc.strategy (and the reshard setting it names, into vc.run).
@@ -360,16 +416,28 @@ void read_case_measured(ValidationCase& vc, const Fields& c, const std::string& 
     // Throughput a case states another way: its step time (gb·s tokens per step over N devices),
     // or Megatron's reported TFLOP/s per GPU over Megatron's own FLOP count per token.
     const double tokens = static_cast<double>(vc.run.global_batch * vc.run.seq);
+    // Each source counts its FLOPs its own way: the case names the formula (README's
+    // measured.flops_convention); unstated, today's training.py.
+    const std::string conv = me.optional_string("flops_convention").value_or("megatron");
+    FlopsConvention convention = FlopsConvention::megatron;
+    if (conv == "megatron_pre_2025")
+      convention = FlopsConvention::megatron_pre_2025;
+    else if (conv == "megatron_2021_paper")
+      convention = FlopsConvention::megatron_2021_paper;
+    else if (conv != "megatron")
+      me.fail("flops_convention",
+              "expected megatron, megatron_pre_2025 or megatron_2021_paper, got " + quoted_text(conv));
     const double flops = megatron_reported_flops_per_token(
         vc.model, static_cast<double>(vc.run.seq),
-        static_cast<double>(padded_vocab(vc.model.vocab, vc.run.profile.vocab_pad_multiple, st.tp)));
+        static_cast<double>(padded_vocab(vc.model.vocab, vc.run.profile.vocab_pad_multiple, st.tp)), convention);
     if (const auto step = me.optional_number("step_time_s", 1e-9, 1e9)) {
       vc.measured_tokens_per_sec = tokens / (*step * static_cast<double>(world));
       notes.push_back("tokens/s per device from step_time_s (gb·seq / (T·N))");
     } else if (const auto tf = me.optional_number("tflops_per_device", 1e-9, 1e6);
                tf && vc.framework == "megatron" && flops > 0) {
       vc.measured_tokens_per_sec = *tf * 1e12 / flops;
-      notes.push_back("tokens/s per device from tflops_per_device over Megatron's FLOPs per token");
+      notes.push_back(std::string("tokens/s per device from tflops_per_device over Megatron's FLOPs per token (") +
+                      to_string(convention) + (me.has("flops_convention") ? ")" : ", the default)"));
     }
   }
 }

@@ -56,4 +56,16 @@ std::vector<ValidationCase> load_validation_cases(const std::string& path,
 
 const char* to_string(MemoryMetric m);
 
+// How a source counted the model FLOPs behind its TFLOP/s per GPU (the case's
+// measured.flops_convention, data/validation/README.md): Megatron-LM's training.py today, the
+// same file before 2025-03 (no causal halving of the score term), or Narayanan et al. 2021's
+// eq. 3 (four passes, the recomputed forward included).
+enum class FlopsConvention { megatron, megatron_pre_2025, megatron_2021_paper };
+const char* to_string(FlopsConvention c);
+
+// Model FLOPs per token under `convention` (engine/validation_cases.cpp says each source's
+// formula), with the padded vocabulary v_pad; 0 for MLA models, which these formulas do not cover.
+double megatron_reported_flops_per_token(const Model& m, double seq, double v_pad,
+                                         FlopsConvention convention = FlopsConvention::megatron);
+
 }  // namespace meshfit

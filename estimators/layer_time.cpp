@@ -67,14 +67,28 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   double att_proj_f = 0, ffn_proj_f = 0, up_f = 0, shared_f = 0;
   for (std::size_t i = 0; i < flops.count; ++i) {
     const FlopOp& op = flops.ops[i];
-    const double F = op.flops / shards;
     const bool core = op.role == OpRole::core;
-    const double f = kernel_time(d, core ? eta.core : eta.linear, F);
-    t.forward += f;
+    // Without flash attention the score GEMMs run over the whole s×s square and the causal mask
+    // is applied after them (Megatron-Core dot_product_attention.py: torch.baddbmm over
+    // [b·n_p, s_q, s_k], then FusedScaleMaskSoftmax masks), so they do 1/kCausalFactor (and
+    // 1/window_share) times the FLOPs the model counts.
+    const double full_square = core && !run.flash_attention ? 1 / (kCausalFactor * window_share(m, seq)) : 1;
+    const double F = op.flops * full_square / shards;
+    double f = kernel_time(d, core ? eta.core : eta.linear, F);
     if (core) {
+      // ... and the scores pass through HBM: the profile's bytes per score element, over the
+      // rank's (a/tp)·(s/cp)·s elements per sequence (§7.3).
+      const double scores =
+          b * static_cast<double>(m.heads) / static_cast<double>(s.tp) * seq * seq / static_cast<double>(s.cp);
+      const double bw = d.eta_hbm * d.hbm_bandwidth;
+      const double score_f = run.flash_attention ? 0 : scores * run.profile.unfused_score_bytes_forward / bw;
+      const double score_b = run.flash_attention ? 0 : scores * run.profile.unfused_score_bytes_backward / bw;
+      f += score_f;
       t.core_forward = f;
-      t.backward += kernel_time(d, eta.core, core_backward_ratio(run) * F);
-    } else {
+      t.backward += kernel_time(d, eta.core, core_backward_ratio(run) * F) + score_b;
+    }
+    t.forward += f;
+    if (!core) {
       t.backward += 2 * f;  // input gradient and weight gradient
       t.weight_grad += f;
     }
@@ -228,6 +242,13 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
 }
 
 }  // namespace
+
+LossTime loss_time(const Run& run, const Device& d, const Strategy& s, double v_pad) {
+  const double elements = static_cast<double>(s.micro_batch) * static_cast<double>(run.seq) /
+                          static_cast<double>(s.cp) * v_pad / static_cast<double>(s.tp);
+  const double bw = d.eta_hbm * d.hbm_bandwidth;
+  return LossTime{elements * run.profile.loss_bytes_forward / bw, elements * run.profile.loss_bytes_backward / bw};
+}
 
 LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Strategy& s, FfnKind ffn) {
   LayerTime t;

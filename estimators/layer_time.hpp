@@ -32,6 +32,13 @@ struct LayerTime {
   bool recompute_repeats_cp[3] = {false, false, false};  // selective sets that recompute the core
 };
 
+// The loss's memory-bound time for one micro-batch on one device (§7.3): the profile's bytes per
+// logit element over the rank's b·s/cp tokens × V_pad/tp vocabulary entries, at η_hbm·B_hbm.
+struct LossTime {
+  double forward = 0, backward = 0;
+};
+LossTime loss_time(const Run& run, const Device& device, const Strategy& s, double v_pad);
+
 // One body layer of FFN flavour `ffn` under strategy `s` (on `device`, for `run`).
 LayerTime layer_time(const Model& m, const Run& run, const Device& device, const Strategy& s, FfnKind ffn);
 

@@ -56,6 +56,7 @@ TimeReport reference_step_time(const Model& m, const Run& run, const Cluster& cl
   const KernelScales eta = kernel_scales(run, s);
   const double logits_f = kernel_time(d, eta.other, logits_flops(m, n_tok, v_pad) / shards);
   const double eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
+  const LossTime loss = loss_time(run, d, s, v_pad);  // the cross-entropy's HBM traffic (§7.3)
 
   // PP hops (§7.5), inside a node only if the whole pipeline group is; hidden with pp_overlap and
   // under DualPipeV's pairing unless dualpipe_overlap is off (§7.6).
@@ -85,12 +86,13 @@ TimeReport reference_step_time(const Model& m, const Run& run, const Cluster& cl
         p.units += 1;
       }
       if (u == nv - 1) {
-        // Logits: one forward kernel and two backward ones per loss; MTP depths are body layers of
-        // the head's stage, with their eh_proj and their own logits (ruling 9).
+        // Logits: one forward kernel and two backward ones per loss, and the loss's own traffic;
+        // MTP depths are body layers of the head's stage, with their eh_proj and their own logits
+        // (ruling 9).
         p.head = true;
-        for (std::int64_t loss = 0; loss < 1 + m.mtp_depths; ++loss) {
-          st.forward += logits_f;
-          st.backward += 2 * logits_f;
+        for (std::int64_t k = 0; k < 1 + m.mtp_depths; ++k) {
+          st.forward += logits_f + loss.forward;
+          st.backward += 2 * logits_f + loss.backward;
           st.weight_grad += logits_f;
         }
         const std::size_t mtp_kind = !m.layer_ffn.empty() && m.layer_ffn.back() == FfnKind::moe ? 1 : 0;

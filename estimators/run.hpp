@@ -65,6 +65,13 @@ struct FrameworkProfile {
   bool elementwise = false;
   double eager_elementwise_passes = 1.0;
   double compiled_elementwise_passes = 1.0;
+  // The loss's HBM traffic per logit element of the rank's vocabulary shard, forward and backward
+  // (search-and-time.md §7.3): the framework's cross-entropy kernels are memory-bound. 0: η_max
+  // absorbs them.
+  double loss_bytes_forward = 0, loss_bytes_backward = 0;
+  // Without flash attention the s×s scores pass through HBM (the framework's score, softmax and
+  // dropout kernels): bytes per score element, forward and backward (§7.3). 0: not priced.
+  double unfused_score_bytes_forward = 0, unfused_score_bytes_backward = 0;
   double fp8_gemm_speedup = 1.0;          // FP8 linear GEMMs against bf16, net of the casts
   double fp8_rowwise_gemm_speedup = 1.0;  // the same with rowwise scales (Fp8Scaling::rowwise)
   // The optimizer step casts each local shard's gradients to fp32 when they are kept in fewer

@@ -48,6 +48,7 @@ struct StageTerms {
   const LayoutPlan& plan;
   const LayerTimes& kinds;
   double logits_f = 0, eh_f = 0, p2p = 0, table = 0;
+  LossTime loss{};  // the cross-entropy's HBM traffic (§7.3)
   // Without full recompute every body layer takes the strategy's mode; under it the fully
   // recomputed layers take full and the rest recompute_rest (§5.4).
   Recompute rest_mode = Recompute::none;
@@ -64,6 +65,7 @@ StageTerms stage_terms(const Model& m, const Run& run, const Device& d, const St
   StageTerms t{m, s, plan, kinds};
   t.logits_f = kernel_time(d, eta.other, logits_flops(m, n_tok, v_pad) / shards);
   t.eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
+  t.loss = loss_time(run, d, s, v_pad);
   // PP hops (§7.5): inside a node only if the whole pipeline group is.
   const std::int64_t world = s.world();
   const bool pp_inside = world <= d.devices_per_node && d.devices_per_node % world == 0;
@@ -119,11 +121,11 @@ void stage_compute(StageCompute& sc, const StageTerms& t, std::int64_t i) {
     sc.units += 1;
   }
   if (ps.head) {
-    // Logits: one forward kernel and two backward ones per loss; MTP depths are body layers of
-    // the head's stage, with their eh_proj and their own logits (ruling 9).
+    // Logits: one forward kernel and two backward ones per loss, and the loss's own traffic; MTP
+    // depths are body layers of the head's stage, with their eh_proj and their own logits (ruling 9).
     const double losses = static_cast<double>(1 + m.mtp_depths);
-    st.forward += losses * t.logits_f;
-    st.backward += losses * 2 * t.logits_f;
+    st.forward += losses * (t.logits_f + t.loss.forward);
+    st.backward += losses * (2 * t.logits_f + t.loss.backward);
     st.weight_grad += losses * t.logits_f;
     if (m.mtp_depths > 0) {
       const double depths = static_cast<double>(m.mtp_depths);

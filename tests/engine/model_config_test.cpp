@@ -303,3 +303,44 @@ TEST_CASE("validation cases: gpt_oss in the schema's names; an unknown model typ
   REQUIRE(cases[1].defaults_taken.size() >= 1);
   CHECK(cases[1].defaults_taken[0] == "model_type 'mystery_moe' -> llama block with its experts");
 }
+
+TEST_CASE("validation cases: TFLOP/s per GPU over the FLOPs per token of the case's flops_convention") {
+  // GPT 1.7B of Narayanan et al. 2021: L 24, h 2304, a = g = 24, d_h 96, f 9216 (GeLU), s 2048,
+  // V 51,200 (already a multiple of 128·tp), 137 TFLOP/s per GPU.
+  //   megatron (score s/(2h)): 12h·L·((2 + 2048/4608)·a·d_h + f) + 6hV
+  //     = 27,648·(135,168 + 221,184) + 707,788,800 = 10,560,208,896 -> 12,973.23 tokens/s;
+  //   megatron_pre_2025 (s/h): 27,648·(159,744 + 221,184) + 707,788,800 = 11,239,686,144
+  //     -> 12,188.95 tokens/s;
+  //   megatron_2021_paper: 96·L·h²·(1 + s/(6h)) + 6hV = 14,042,529,792 + 707,788,800
+  //     = 14,750,318,592 (4/3 of pre_2025's layer part) -> 9,287.93 tokens/s.
+  std::vector<UnestimatedCase> unestimated;
+  const auto cases = load_validation_cases(test::data_path("validation/conventions.yaml"), &unestimated);
+  REQUIRE(cases.size() == 3);
+  CHECK(unestimated.empty());
+  const double s = 2048, v = 51200;
+  CHECK(megatron_reported_flops_per_token(cases[0].model, s, v) == doctest::Approx(10'560'208'896.0).epsilon(1e-12));
+  CHECK(megatron_reported_flops_per_token(cases[0].model, s, v, FlopsConvention::megatron_pre_2025) ==
+        doctest::Approx(11'239'686'144.0).epsilon(1e-12));
+  CHECK(megatron_reported_flops_per_token(cases[0].model, s, v, FlopsConvention::megatron_2021_paper) ==
+        doctest::Approx(14'750'318'592.0).epsilon(1e-12));
+  CHECK(*cases[0].measured_tokens_per_sec == doctest::Approx(137e12 / 10'560'208'896.0).epsilon(1e-12));
+  CHECK(*cases[1].measured_tokens_per_sec == doctest::Approx(137e12 / 11'239'686'144.0).epsilon(1e-12));
+  CHECK(*cases[2].measured_tokens_per_sec == doctest::Approx(137e12 / 14'750'318'592.0).epsilon(1e-12));
+  // The row lists the convention applied, and the default says so.
+  auto has = [](const ValidationCase& c, const std::string& note) {
+    return std::find(c.defaults_taken.begin(), c.defaults_taken.end(), note) != c.defaults_taken.end();
+  };
+  CHECK(has(cases[0],
+            "tokens/s per device from tflops_per_device over Megatron's FLOPs per token (megatron, the "
+            "default)"));
+  CHECK(has(cases[2],
+            "tokens/s per device from tflops_per_device over Megatron's FLOPs per token "
+            "(megatron_2021_paper)"));
+  // comm_overlap [dp, tp, pp]: TP collectives and PP hops hidden, DP overlapped; unstated, the defaults.
+  CHECK(cases[1].run.options.tp_overlap == 1);
+  CHECK(cases[1].run.options.pp_overlap);
+  CHECK(cases[1].run.options.dp_overlap);
+  CHECK(has(cases[1], "comm_overlap [dp, tp, pp] -> hidden (§7.6)"));
+  CHECK(cases[0].run.options.tp_overlap == 0);
+  CHECK_FALSE(cases[0].run.options.pp_overlap);
+}

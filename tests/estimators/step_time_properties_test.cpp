@@ -7,6 +7,7 @@
 #include "estimators/collectives.hpp"
 #include "estimators/layer_flops.hpp"
 #include "estimators/layer_time.hpp"
+#include "estimators/reference_step_time.hpp"
 #include "search/evaluator/step_time_evaluator.hpp"
 
 using namespace meshfit;
@@ -80,6 +81,51 @@ TEST_CASE("the elementwise term prices norms, residuals, rotary and SwiGLU as HB
   CHECK(std::fabs((on.backward - off.backward) - 2 * expected) <= 1e-12);
 }
 
+TEST_CASE("the loss's HBM traffic: bytes per logit of the rank's vocabulary shard, in both step-time paths") {
+  // Llama-3.1-8B at tp 2 on H100-80GB: V_pad = 128,256 (a multiple of 128·2), 64,128 entries per
+  // rank; 8,192 tokens per micro-batch: 525,336,576 logits. Megatron's cross-entropy (profile:
+  // 38 B forward, 14 B backward) at η_hbm·B_hbm = 0.8·3350e9 = 2.68e12 B/s:
+  // 19,962,789,888 B -> 7.448802 ms forward, 7,354,712,064 B -> 2.744296 ms backward.
+  auto c = make_case("llama-3.1-8b", 8, 8192, 8, "dp=4,tp=2,sp=true,zero=1,mbs=1");
+  CHECK(c.run.profile.loss_bytes_forward == 38);
+  CHECK(c.run.profile.loss_bytes_backward == 14);
+  const LossTime l = loss_time(c.run, c.cluster.device, c.strategy, 128256);
+  CHECK(l.forward == doctest::Approx(7.448802197e-3).epsilon(1e-9));
+  CHECK(l.backward == doctest::Approx(2.744295546e-3).epsilon(1e-9));
+  const TimeReport with = timing(c);
+  const TimeReport ref_with = reference_step_time(c.model, c.run, c.cluster, c.strategy);
+  c.run.profile.loss_bytes_forward = c.run.profile.loss_bytes_backward = 0;
+  const TimeReport without = timing(c);
+  const TimeReport ref_without = reference_step_time(c.model, c.run, c.cluster, c.strategy);
+  // One micro-batch per step (m = 1) on the one stage: the head adds exactly the loss's time.
+  CHECK(with.stages[0].forward - without.stages[0].forward == doctest::Approx(l.forward).epsilon(1e-9));
+  CHECK(with.stages[0].backward - without.stages[0].backward == doctest::Approx(l.backward).epsilon(1e-9));
+  CHECK(ref_with.stages[0].forward - ref_without.stages[0].forward == doctest::Approx(l.forward).epsilon(1e-9));
+  CHECK(ref_with.stages[0].backward - ref_without.stages[0].backward == doctest::Approx(l.backward).epsilon(1e-9));
+}
+
+TEST_CASE("without flash attention the scores run over the whole square and pass through HBM") {
+  // Llama-3.1-8B at tp 2, s 4096, b 1: the rank's (32/2)·4096·4096 = 268,435,456 score elements.
+  // Megatron's profile: 13 B forward, 19 B backward per element at 2.68e12 B/s:
+  // 3,489,660,928 B -> 1.302112 ms and 5,100,273,664 B -> 1.903087 ms.
+  auto c = make_case("llama-3.1-8b", 8, 4096, 8, "dp=4,tp=2,sp=true,zero=1,mbs=1,recompute=full");
+  const Device& d = c.cluster.device;
+  const LayerTime flash = layer_time(c.model, c.run, d, c.strategy, FfnKind::dense);
+  c.run.flash_attention = false;
+  const LayerTime unfused = layer_time(c.model, c.run, d, c.strategy, FfnKind::dense);
+  c.run.profile.unfused_score_bytes_forward = c.run.profile.unfused_score_bytes_backward = 0;
+  const LayerTime square = layer_time(c.model, c.run, d, c.strategy, FfnKind::dense);
+  // The full square: twice the causal core's FLOPs, at the same η (megatron: η_fw = η_core = 1),
+  // so the kernel's FLOP part doubles and its fixed cost τ_kern/η_max stays.
+  const double tau = d.kernel_overhead / d.eta_max;
+  CHECK(square.core_forward - tau == doctest::Approx(2 * (flash.core_forward - tau)).epsilon(1e-12));
+  CHECK(unfused.core_forward - square.core_forward == doctest::Approx(1.302112287e-3).epsilon(1e-9));
+  CHECK(unfused.forward - square.forward == doctest::Approx(1.302112287e-3).epsilon(1e-9));
+  CHECK(unfused.backward - square.backward == doctest::Approx(1.903087188e-3).epsilon(1e-9));
+  // Full recompute repeats the forward, score traffic included.
+  CHECK(unfused.recompute[static_cast<int>(Recompute::full)] == unfused.forward);
+}
+
 TEST_CASE("torch.compile and FP8 linears only ever shorten the step under the torchtitan profile") {
   auto c = make_case("llama-3.1-70b", 256, 8192, 512, "tp=8,sp=true,zero=3,recompute=full,mbs=16", "torchtitan");
   const double eager = timing(c).step;
@@ -138,15 +184,16 @@ TEST_CASE("DeepEP-style dispatch sends a token once per other node holding its e
   // S_d = 4096·8·2048·2 = 134,217,728 B. A node holds none of a token's 8 experts (64 of 128 on
   // each node) with probability Π_{j<8} (64 − j)/(128 − j) = 0.0030958642767920483, so
   // 4096·2048·2·(1 − 0.0030958...) = 16,725,276.0 B cross the NIC. One dispatch =
-  // 15·5 µs + max(15/16·S_d/(0.7·450e9), 16,725,276/(0.55·0.9·50e9)) = 750.7687 µs; the layer
-  // has dispatch and combine, forward and backward: 4 × that = 3.003075 ms. The per-expert
-  // all-to-all instead: 15·5 µs + max(7/16·S_d/(0.7·450e9), 8/16·S_d/(0.55·0.9·50e9)), × 4 = 11.14588 ms.
+  // 15·5 µs + max(15/16·S_d/(0.7·450e9), 16,725,276/(0.63·0.9·50e9)) = 664.9568 µs (η_a2a_inter
+  // 0.63, data/devices/h100-80gb.yaml); the layer has dispatch and combine, forward and backward:
+  // 4 × that = 2.659827 ms. The per-expert all-to-all instead:
+  // 15·5 µs + max(7/16·S_d/(0.7·450e9), 8/16·S_d/(0.63·0.9·50e9)), × 4 = 9.768623 ms.
   auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
   const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
-  CHECK(plain.ep == doctest::Approx(0.011145877010101009).epsilon(1e-9));
+  CHECK(plain.ep == doctest::Approx(0.00976862278659612).epsilon(1e-9));
   c.run.options.ep_dispatch = EpDispatch::node_dedup;
   const LayerTime dedup = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
-  CHECK(dedup.ep == doctest::Approx(0.003003074911728739).epsilon(1e-9));
+  CHECK(dedup.ep == doctest::Approx(0.002659827303890169).epsilon(1e-9));
   // Inside one node there is nothing to deduplicate.
   auto one = make_case("qwen3-30b-a3b", 8, 4096, 1024, "dp=8,ep=8,zero=1,mbs=1");
   const double in_node = layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep;
