@@ -16,15 +16,6 @@ namespace meshfit {
 
 namespace {
 
-const char* recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  return "none";
-}
-
 // Six decimals: the file reads back to the same bands and stays the same across platforms.
 std::string ratio_text(const std::optional<double>& v) {
   if (!v) return "null";
@@ -36,7 +27,7 @@ std::string ratio_text(const std::optional<double>& v) {
 }  // namespace
 
 Family family_of(const Model& m, const Run& run, const Cluster& c, const Strategy& s) {
-  return {to_string(run.profile.framework), m.is_moe(), recompute_name(s.recompute), c.device.generation};
+  return {to_string(run.profile.framework), m.is_moe(), to_string(s.recompute), c.device.generation};
 }
 
 std::string describe(const Family& f) {
