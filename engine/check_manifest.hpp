@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/input_error.hpp"
+#include "engine/search_file.hpp"
 #include "engine/run_config.hpp"
 
 namespace meshfit {
@@ -27,7 +29,9 @@ struct CheckEntry {
   std::optional<double> max_peak_gib;
   std::optional<double> min_tokens_per_sec_per_device;
   std::optional<std::string> error;  // why the entry could not be read (status error)
-  InputOrigin origin;                // where its fields were written, for the errors found later
+  // Pins and policies of a free entry's search (meshfit sweep's `search` file); null: none.
+  std::shared_ptr<const SearchFile> search;
+  InputOrigin origin;  // where its fields were written, for the errors found later
 };
 
 // Reads MANIFEST.yaml. Throws InputError when the file itself is unreadable or not a manifest

@@ -84,6 +84,10 @@ void check_free(const CheckEntry& e, const Model& m, const Run& run, const Clust
   space.model = &m;
   space.run = &run;
   space.cluster = &c;
+  if (e.search) {
+    space.pins = e.search->pins;
+    for (const auto& [policy, on] : e.search->policies) space.policies.on[static_cast<std::size_t>(policy)] = on;
+  }
   SearchOptions options;
   options.top_k = 1;
   options.best_only = true;  // only the fastest fitting strategy is reported

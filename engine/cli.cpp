@@ -35,6 +35,8 @@ const std::map<std::string, CommandInfo>& commands() {
       {"search", {command_search, "every strategy scored; the Pareto front of those that fit"}},
       {"check", {command_check, "CI gate: does every model (manifest or files) still fit? exit 0/1/2"}},
       {"validate", {command_validate, "estimate measured cases and compare (median error, worst misses)"}},
+      {"sweep", {command_sweep, "search every point of models x devices x counts x seq x batch; best per point"}},
+      {"merge", {command_merge, "join the JSON shards of a sweep (sweep --shard K/N) into one result"}},
   };
   return table;
 }

@@ -18,5 +18,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
 int command_check(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int command_export(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int command_explain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int command_merge(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace meshfit

@@ -6,7 +6,7 @@ _meshfit() {
   prev="${COMP_WORDS[COMP_CWORD-1]}"
   cmd="${COMP_WORDS[1]}"
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "search estimate explain export check validate show models devices --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "search estimate explain export check sweep merge validate show models devices --help --version" -- "$cur"))
     return
   fi
   case "$prev" in

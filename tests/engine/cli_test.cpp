@@ -370,3 +370,17 @@ TEST_CASE("validate knows the devices other case files name: GB200, GB300, MI300
   }
   CHECK(found == 3);
 }
+
+TEST_CASE("sweep: bad input names the file and field; a shard is K/N, written as JSON") {
+  const auto bad = run({"sweep", data_path("sweep/bad-counts.yaml")});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("bad-counts.yaml: field 'device_counts': expected counts, lists or ranges as --devices takes "
+                     "them, got 'lots'") != std::string::npos);
+  const auto shard = run({"sweep", data_path("sweep/small.yaml"), "--shard", "4/3", "--format", "json"});
+  CHECK(shard.code == 2);
+  CHECK(shard.err.find("expected K/N with 1 <= K <= N") != std::string::npos);
+  // The CSV: a header and one row per point (2 models x 2 devices x 3 counts x 2 batches).
+  const auto csv = run({"sweep", data_path("sweep/small.yaml"), "--format", "csv"});
+  REQUIRE(csv.code == 0);
+  CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 25);
+}

@@ -1,0 +1,308 @@
+// `meshfit sweep SWEEP.yaml` and `meshfit merge SHARD.json...` (issue 24, first part: one
+// process, and shards for batch schedulers): every point of a sweep's axes searched (points in
+// parallel, each one's search as `meshfit check` runs it), the fastest fitting strategy per point
+// and, per model, device, sequence and batch, the smallest device count with one. `--shard K/N`
+// searches every N-th point from the K-th; `merge` joins the shards' JSON into the same output a
+// single run writes, byte for byte.
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "engine/atomic_file.hpp"
+#include "engine/check_runner.hpp"
+#include "engine/cli_options.hpp"
+#include "engine/commands.hpp"
+#include "engine/input_error.hpp"
+#include "engine/json_writer.hpp"
+#include "engine/strategy_string.hpp"
+#include "engine/sweep_file.hpp"
+#include "engine/text_format.hpp"
+#include "engine/utf8_text.hpp"
+#include "engine/yaml_fields.hpp"
+
+namespace meshfit {
+
+namespace {
+
+constexpr int kSweepSchemaVersion = 1;
+
+// One point's result as the outputs carry it (and merge reads it back).
+struct PointResult {
+  std::int64_t index = 0;
+  std::string model, device, status, strategy, reason;
+  std::int64_t devices = 0, seq = 0, global_batch = 0;
+  std::optional<double> step_s, tokens_per_sec, peak_gib;
+};
+
+PointResult result_of(std::int64_t index, const SweepPoint& p, const CheckResult& r) {
+  PointResult x;
+  x.index = index;
+  x.model = p.model;
+  x.device = p.device;
+  x.devices = p.devices;
+  x.seq = p.seq;
+  x.global_batch = p.global_batch;
+  x.status = r.status == CheckStatus::pass ? "fits" : r.status == CheckStatus::fail ? "none" : "error";
+  if (r.status == CheckStatus::pass && r.strategy) {
+    x.strategy = strategy_to_string(*r.strategy);
+    x.step_s = r.step_time_s;
+    x.tokens_per_sec = r.tokens_per_sec_per_device;
+    x.peak_gib = r.peak_gib;
+  } else {
+    x.reason = r.reason;
+  }
+  return x;
+}
+
+void optional_field(JsonWriter& j, const char* key, const std::optional<double>& v) {
+  j.key(key);
+  if (v) {
+    j.value(*v);
+  } else {
+    j.null();
+  }
+}
+
+void write_point_json(JsonWriter& j, const PointResult& x) {
+  j.begin_object()
+      .field("index", x.index)
+      .field("model", x.model)
+      .field("device", x.device)
+      .field("devices", x.devices)
+      .field("seq", x.seq)
+      .field("global_batch", x.global_batch)
+      .field("status", x.status)
+      .field("strategy_string", x.strategy);
+  optional_field(j, "step_time_s", x.step_s);
+  optional_field(j, "tokens_per_sec_per_device", x.tokens_per_sec);
+  optional_field(j, "peak_memory_gib", x.peak_gib);
+  j.field("reason", x.reason).end_object();
+}
+
+// Per (model, device, seq, global batch), in first-seen order: the smallest count that fits.
+struct Smallest {
+  std::string model, device;
+  std::int64_t seq = 0, global_batch = 0;
+  std::optional<std::int64_t> devices;
+};
+
+std::vector<Smallest> smallest_counts(const std::vector<PointResult>& points) {
+  std::vector<Smallest> out;
+  for (const auto& x : points) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const Smallest& s) {
+      return s.model == x.model && s.device == x.device && s.seq == x.seq && s.global_batch == x.global_batch;
+    });
+    if (it == out.end()) it = out.insert(out.end(), Smallest{x.model, x.device, x.seq, x.global_batch, {}});
+    if (x.status == "fits" && (!it->devices || x.devices < *it->devices)) it->devices = x.devices;
+  }
+  return out;
+}
+
+// The whole result (a shard's when `shard` is given: its points only, no summary).
+void write_sweep_json(const std::string& source, const std::string& fingerprint, std::int64_t total,
+                      const std::vector<PointResult>& points, const std::string& shard, std::ostream& out) {
+  JsonWriter j(out);
+  j.begin_object().field("schema_version", static_cast<std::int64_t>(kSweepSchemaVersion));
+  j.field("sweep", source).field("fingerprint", fingerprint).field("points_total", total);
+  if (!shard.empty()) j.field("shard", shard);
+  j.field("complete", shard.empty() && static_cast<std::int64_t>(points.size()) == total);
+  j.key("points").begin_array();
+  for (const auto& x : points) write_point_json(j, x);
+  j.end_array();
+  if (shard.empty()) {
+    j.key("smallest").begin_array();
+    for (const auto& s : smallest_counts(points)) {
+      j.begin_object().field("model", s.model).field("device", s.device).field("seq", s.seq);
+      j.field("global_batch", s.global_batch).key("devices");
+      if (s.devices) {
+        j.value(*s.devices);
+      } else {
+        j.null();
+      }
+      j.end_object();
+    }
+    j.end_array();
+  }
+  j.end_object();
+  out << '\n';
+}
+
+// A CSV field: quoted, a quote doubled (RFC 4180); names from inputs made printable first.
+std::string csv_field(const std::string& text) {
+  std::string q = "\"";
+  for (char ch : printable(text)) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+void write_sweep_csv(const std::vector<PointResult>& points, std::ostream& out) {
+  out << "index,model,device,devices,seq,global_batch,status,strategy,step_time_s,tokens_per_sec_per_device,"
+         "peak_memory_gib\n";
+  auto num = [](const std::optional<double>& v, int d) { return v ? fixed(*v, d) : std::string(); };
+  for (const auto& x : points) {
+    out << x.index << ',' << csv_field(x.model) << ',' << csv_field(x.device) << ',' << x.devices << ',' << x.seq << ','
+        << x.global_batch << ',' << x.status << ',' << csv_field(x.strategy) << ',' << num(x.step_s, 6) << ','
+        << num(x.tokens_per_sec, 3) << ',' << num(x.peak_gib, 4) << '\n';
+  }
+}
+
+void write_sweep_table(const std::vector<PointResult>& points, std::ostream& out) {
+  TextTable t;
+  t.row({"model", "device", "N", "seq", "gb", "", "step s", "peak GiB", "best strategy or reason"});
+  for (const auto& x : points) {
+    t.row({printable(std::filesystem::path(x.model).filename().string()), printable(x.device),
+           std::to_string(x.devices), std::to_string(x.seq), std::to_string(x.global_batch), x.status,
+           x.step_s ? fixed(*x.step_s, 3) : "-", x.peak_gib ? fixed(*x.peak_gib, 2) : "-",
+           x.status == "fits" ? x.strategy : x.reason.substr(0, 80)});
+  }
+  t.print(out);
+  out << "\nsmallest device count with a fitting strategy:\n";
+  for (const auto& s : smallest_counts(points)) {
+    out << "  " << printable(s.model) << " on " << printable(s.device) << ", seq " << s.seq << ", gb " << s.global_batch
+        << ": " << (s.devices ? std::to_string(*s.devices) : std::string("none of the counts")) << '\n';
+  }
+}
+
+// "K/N" with 1 ≤ K ≤ N.
+std::pair<std::int64_t, std::int64_t> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  const auto k = slash == std::string::npos ? std::nullopt : parse_integer(text.substr(0, slash));
+  const auto n = slash == std::string::npos ? std::nullopt : parse_integer(text.substr(slash + 1));
+  if (!k || !n || *n < 1 || *k < 1 || *k > *n) {
+    throw InputError("command line", "--shard", "expected K/N with 1 <= K <= N (e.g. 2/8), got " + quoted_text(text));
+  }
+  return {*k, *n};
+}
+
+}  // namespace
+
+int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CommonFlags common;
+  std::string file, shard, output;
+  po::options_description desc(
+      "Usage: meshfit sweep SWEEP.yaml [--shard K/N] [--format table|json|csv] [-o FILE]\n\n"
+      "Searches every point of the sweep's axes (models x devices x device counts x seq x global batch)\n"
+      "and reports the fastest fitting strategy per point and the smallest device count that fits.\n"
+      "--shard K/N searches every N-th point from the K-th (write JSON; join the shards with meshfit\n"
+      "merge). Exit 0 when every point was searched, 2 on bad input.\nOptions");
+  desc.add_options()("sweep", po::value(&file), "the sweep file")("shard", po::value(&shard), "K/N: one share")(
+      "output,o", po::value(&output), "write to FILE (atomically) instead of stdout");
+  add_common_options(desc, common);
+  po::positional_options_description pos;
+  pos.add("sweep", 1);
+  const auto parsed = parse_or_help("sweep", args, desc, common, out, &pos);
+  if (!parsed) return 0;
+  const OutputFormat format = parse_format(common.format, {"table", "json", "csv"});
+  if (file.empty()) throw UsageError("meshfit sweep: a sweep file is required\nTry 'meshfit sweep --help'.");
+  std::int64_t k = 1, n = 1;
+  if (!shard.empty()) {
+    std::tie(k, n) = parse_shard(shard);
+    if (format != OutputFormat::json) {
+      throw InputError("command line", "--shard", "a shard is written as JSON (--format json), for meshfit merge");
+    }
+  }
+  const Sweep sw = read_sweep(file);
+  std::vector<std::size_t> mine;
+  std::vector<CheckEntry> entries;
+  for (std::size_t i = 0; i < sw.points.size(); ++i) {
+    if (static_cast<std::int64_t>(i) % n != k - 1) continue;
+    mine.push_back(i);
+    entries.push_back(sw.points[i].entry);
+  }
+  err << "meshfit sweep: " << entries.size() << " of " << sw.points.size() << " points\n";
+  const std::vector<CheckResult> results = run_checks(entries);
+  std::vector<PointResult> points;
+  for (std::size_t j = 0; j < mine.size(); ++j) {
+    points.push_back(result_of(static_cast<std::int64_t>(mine[j]), sw.points[mine[j]], results[j]));
+  }
+  std::ostringstream text;
+  const auto total = static_cast<std::int64_t>(sw.points.size());
+  if (format == OutputFormat::json) {
+    write_sweep_json(sw.source, sw.fingerprint(), total, points, shard.empty() ? "" : shard, text);
+  } else if (format == OutputFormat::csv) {
+    write_sweep_csv(points, text);
+  } else {
+    write_sweep_table(points, text);
+  }
+  if (output.empty()) {
+    out << text.str();
+  } else {
+    write_file_atomically(output, text.str(), "--output");
+  }
+  return std::any_of(points.begin(), points.end(), [](const PointResult& x) { return x.status == "error"; }) ? 2 : 0;
+}
+
+int command_merge(const std::vector<std::string>& args, std::ostream& out, std::ostream&) {
+  CommonFlags common;
+  std::vector<std::string> files;
+  std::string output;
+  po::options_description desc(
+      "Usage: meshfit merge SHARD.json... [-o FILE]\n\n"
+      "Joins the JSON shards of one sweep (meshfit sweep --shard K/N) into the output a single run\n"
+      "writes. Every point must be present exactly once and every shard of the same sweep.\nOptions");
+  desc.add_options()("shards", po::value(&files)->composing(), "the shard files")(
+      "output,o", po::value(&output), "write to FILE (atomically) instead of stdout");
+  add_common_options(desc, common);
+  po::positional_options_description pos;
+  pos.add("shards", -1);
+  const auto parsed = parse_or_help("merge", args, desc, common, out, &pos);
+  if (!parsed) return 0;
+  if (files.empty()) throw UsageError("meshfit merge: shard files are required\nTry 'meshfit merge --help'.");
+  std::string source, fingerprint;
+  std::int64_t total = -1;
+  std::map<std::int64_t, PointResult> points;
+  for (const auto& path : files) {
+    const Fields top(load_yaml_file(path), path);
+    const std::string fp = top.optional_string("fingerprint").value_or("");
+    const std::int64_t t = top.required_int("points_total", 0);
+    if (total < 0) {
+      source = top.optional_string("sweep").value_or("");
+      fingerprint = fp;
+      total = t;
+    } else if (fp != fingerprint || t != total) {
+      top.fail("fingerprint", "a shard of another sweep (" + fp + ", " + std::to_string(t) + " points) than " +
+                                  files.front() + "'s (" + fingerprint + ", " + std::to_string(total) + ")");
+    }
+    const YAML::Node list = top.raw("points");
+    if (!list.IsSequence()) top.fail("points", "expected a list");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Fields p(list[i], path, "points[" + std::to_string(i) + "]");
+      PointResult x;
+      x.index = p.required_int("index", 0);
+      x.model = p.optional_string("model").value_or("");
+      x.device = p.optional_string("device").value_or("");
+      x.devices = p.required_int("devices");
+      x.seq = p.required_int("seq");
+      x.global_batch = p.required_int("global_batch");
+      x.status = p.optional_string("status").value_or("");
+      x.strategy = p.optional_string("strategy_string").value_or("");
+      x.step_s = p.optional_number("step_time_s", 0, 1e300);
+      x.tokens_per_sec = p.optional_number("tokens_per_sec_per_device", 0, 1e300);
+      x.peak_gib = p.optional_number("peak_memory_gib", 0, 1e300);
+      x.reason = p.optional_string("reason").value_or("");
+      if (x.index >= total) p.fail("index", "expected below points_total " + std::to_string(total));
+      if (!points.emplace(x.index, x).second) p.fail("index", "point " + std::to_string(x.index) + " is in two shards");
+    }
+  }
+  if (static_cast<std::int64_t>(points.size()) != total) {
+    std::string missing;
+    for (std::int64_t i = 0; i < total && missing.size() < 60; ++i) {
+      if (!points.count(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+    }
+    throw InputError("merge: " + std::to_string(total - static_cast<std::int64_t>(points.size())) + " of " +
+                     std::to_string(total) + " points are in no shard (" + missing + "...)");
+  }
+  std::vector<PointResult> all;
+  all.reserve(points.size());
+  for (auto& [i, x] : points) all.push_back(std::move(x));
+  std::ostringstream text;
+  write_sweep_json(source, fingerprint, total, all, "", text);
+  if (output.empty()) {
+    out << text.str();
+  } else {
+    write_file_atomically(output, text.str(), "--output");
+  }
+  return 0;
+}
+
+}  // namespace meshfit
