@@ -5,8 +5,13 @@
 // searches every N-th point from the K-th; `merge` joins the shards' JSON into the same output a
 // single run writes, byte for byte.
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
+#include <mutex>
+#include <optional>
+
+#include <tbb/parallel_for.h>
 #include <sstream>
 
 #include "engine/atomic_file.hpp"
@@ -14,12 +19,14 @@
 #include "engine/cli_options.hpp"
 #include "engine/commands.hpp"
 #include "engine/input_error.hpp"
+#include "engine/interrupt.hpp"
 #include "engine/json_writer.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/sweep_file.hpp"
 #include "engine/text_format.hpp"
 #include "engine/utf8_text.hpp"
 #include "engine/yaml_fields.hpp"
+#include "search/search_workspace.hpp"
 
 namespace meshfit {
 
@@ -100,17 +107,20 @@ std::vector<Smallest> smallest_counts(const std::vector<PointResult>& points) {
 }
 
 // The whole result (a shard's when `shard` is given: its points only, no summary).
+// `complete`: every point of the share (of the sweep, without a shard) is there; an interrupted
+// run says false, so that no reader takes a partial result for a whole one.
 void write_sweep_json(const std::string& source, const std::string& fingerprint, std::int64_t total,
-                      const std::vector<PointResult>& points, const std::string& shard, std::ostream& out) {
+                      const std::vector<PointResult>& points, const std::string& shard, std::ostream& out,
+                      bool complete) {
   JsonWriter j(out);
   j.begin_object().field("schema_version", static_cast<std::int64_t>(kSweepSchemaVersion));
   j.field("sweep", source).field("fingerprint", fingerprint).field("points_total", total);
   if (!shard.empty()) j.field("shard", shard);
-  j.field("complete", shard.empty() && static_cast<std::int64_t>(points.size()) == total);
+  j.field("complete", complete);
   j.key("points").begin_array();
   for (const auto& x : points) write_point_json(j, x);
   j.end_array();
-  if (shard.empty()) {
+  if (shard.empty() && complete) {
     j.key("smallest").begin_array();
     for (const auto& s : smallest_counts(points)) {
       j.begin_object().field("model", s.model).field("device", s.device).field("seq", s.seq);
@@ -163,6 +173,79 @@ void write_sweep_table(const std::vector<PointResult>& points, std::ostream& out
   }
 }
 
+// The points searched, in parallel (each independent of the others and of the thread count), with
+// a progress line on stderr at each tenth; Ctrl-C stops starting new ones (InterruptScope).
+struct SweepRun {
+  std::map<std::size_t, CheckResult> results;
+  bool interrupted = false;
+};
+
+SweepRun run_points(const Sweep& sw, const std::vector<std::size_t>& todo, bool quiet, std::ostream& err) {
+  const InterruptScope interrupt;
+  std::vector<std::optional<CheckResult>> results(todo.size());
+  SearchWorkspace workspace;
+  std::atomic<std::size_t> finished{0};
+  std::mutex progress;
+  tbb::parallel_for(std::size_t{0}, todo.size(), [&](std::size_t j) {
+    if (InterruptScope::requested()) return;
+    results[j] = run_check(sw.points[todo[j]].entry, &workspace);
+    const std::size_t now = ++finished;
+    if (!quiet && (now * 10 / todo.size() != (now - 1) * 10 / todo.size() || now == todo.size())) {
+      const std::lock_guard<std::mutex> lock(progress);
+      err << "meshfit sweep: " << now << " / " << todo.size() << " points\n";
+    }
+  });
+  SweepRun run;
+  for (std::size_t j = 0; j < todo.size(); ++j) {
+    if (results[j]) run.results.emplace(todo[j], std::move(*results[j]));
+  }
+  run.interrupted = run.results.size() < todo.size();
+  return run;
+}
+
+// Points read back from sweep JSON (shards, or an interrupted run to resume), all of one sweep.
+struct ResultFile {
+  std::string source, fingerprint;
+  std::int64_t total = -1;
+  std::map<std::int64_t, PointResult> points;
+};
+
+void read_result_file(const std::string& path, ResultFile& into, const std::string& first) {
+  const Fields top(load_yaml_file(path), path);
+  const std::string fp = top.optional_string("fingerprint").value_or("");
+  const std::int64_t t = top.required_int("points_total", 0);
+  if (into.total < 0) {
+    into.source = top.optional_string("sweep").value_or("");
+    into.fingerprint = fp;
+    into.total = t;
+  } else if (fp != into.fingerprint || t != into.total) {
+    top.fail("fingerprint", "a shard of another sweep (" + fp + ", " + std::to_string(t) + " points) than " + first +
+                                "'s (" + into.fingerprint + ", " + std::to_string(into.total) + ")");
+  }
+  const YAML::Node list = top.raw("points");
+  if (!list.IsSequence()) top.fail("points", "expected a list");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const Fields p(list[i], path, "points[" + std::to_string(i) + "]");
+    PointResult x;
+    x.index = p.required_int("index", 0);
+    x.model = p.optional_string("model").value_or("");
+    x.device = p.optional_string("device").value_or("");
+    x.devices = p.required_int("devices");
+    x.seq = p.required_int("seq");
+    x.global_batch = p.required_int("global_batch");
+    x.status = p.optional_string("status").value_or("");
+    x.strategy = p.optional_string("strategy_string").value_or("");
+    x.step_s = p.optional_number("step_time_s", 0, 1e300);
+    x.tokens_per_sec = p.optional_number("tokens_per_sec_per_device", 0, 1e300);
+    x.peak_gib = p.optional_number("peak_memory_gib", 0, 1e300);
+    x.reason = p.optional_string("reason").value_or("");
+    if (x.index >= into.total) p.fail("index", "expected below points_total " + std::to_string(into.total));
+    if (!into.points.emplace(x.index, x).second) {
+      p.fail("index", "point " + std::to_string(x.index) + " is in two shards");
+    }
+  }
+}
+
 // "K/N" with 1 ≤ K ≤ N.
 std::pair<std::int64_t, std::int64_t> parse_shard(const std::string& text) {
   const auto slash = text.find('/');
@@ -178,15 +261,20 @@ std::pair<std::int64_t, std::int64_t> parse_shard(const std::string& text) {
 
 int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CommonFlags common;
-  std::string file, shard, output;
+  std::string file, shard, output, resume;
+  bool quiet = false;
   po::options_description desc(
       "Usage: meshfit sweep SWEEP.yaml [--shard K/N] [--format table|json|csv] [-o FILE]\n\n"
       "Searches every point of the sweep's axes (models x devices x device counts x seq x global batch)\n"
       "and reports the fastest fitting strategy per point and the smallest device count that fits.\n"
       "--shard K/N searches every N-th point from the K-th (write JSON; join the shards with meshfit\n"
-      "merge). Exit 0 when every point was searched, 2 on bad input.\nOptions");
+      "merge). Exit 0 when every point was searched, 2 on bad input, 130 when interrupted (the output\n"
+      "then says complete: false; --resume it).\nOptions");
   desc.add_options()("sweep", po::value(&file), "the sweep file")("shard", po::value(&shard), "K/N: one share")(
-      "output,o", po::value(&output), "write to FILE (atomically) instead of stdout");
+      "resume", po::value(&resume),
+      "an earlier JSON output of this sweep (interrupted, or a shard): its points are kept, not searched again")(
+      "output,o", po::value(&output), "write to FILE (atomically) instead of stdout")(
+      "quiet,q", po::bool_switch(&quiet), "no progress lines on stderr");
   add_common_options(desc, common);
   po::positional_options_description pos;
   pos.add("sweep", 1);
@@ -201,27 +289,47 @@ int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::
       throw InputError("command line", "--shard", "a shard is written as JSON (--format json), for meshfit merge");
     }
   }
+  if (!resume.empty() && format != OutputFormat::json) {
+    throw InputError("command line", "--resume", "a resumed sweep is written as JSON (--format json)");
+  }
   const Sweep sw = read_sweep(file);
-  std::vector<std::size_t> mine;
-  std::vector<CheckEntry> entries;
+  const auto total = static_cast<std::int64_t>(sw.points.size());
+  ResultFile done;
+  if (!resume.empty()) {
+    read_result_file(resume, done, resume);
+    if (done.fingerprint != sw.fingerprint() || done.total != total) {
+      throw InputError(resume, "fingerprint", "the result of another sweep than " + file);
+    }
+  }
+  std::vector<std::size_t> mine, todo;  // this share's points, and those not yet in `done`
   for (std::size_t i = 0; i < sw.points.size(); ++i) {
     if (static_cast<std::int64_t>(i) % n != k - 1) continue;
     mine.push_back(i);
-    entries.push_back(sw.points[i].entry);
+    if (!done.points.count(static_cast<std::int64_t>(i))) todo.push_back(i);
   }
-  err << "meshfit sweep: " << entries.size() << " of " << sw.points.size() << " points\n";
-  const std::vector<CheckResult> results = run_checks(entries);
+  if (!quiet) {
+    err << "meshfit sweep: " << todo.size() << " of " << mine.size() << " points to search (" << total
+        << " in the sweep)\n";
+  }
+  const SweepRun ran = run_points(sw, todo, quiet, err);
   std::vector<PointResult> points;
-  for (std::size_t j = 0; j < mine.size(); ++j) {
-    points.push_back(result_of(static_cast<std::int64_t>(mine[j]), sw.points[mine[j]], results[j]));
+  for (std::size_t i : mine) {
+    const auto index = static_cast<std::int64_t>(i);
+    if (const auto it = done.points.find(index); it != done.points.end()) {
+      points.push_back(it->second);
+    } else if (const auto r = ran.results.find(i); r != ran.results.end()) {
+      points.push_back(result_of(index, sw.points[i], r->second));
+    }
   }
   std::ostringstream text;
-  const auto total = static_cast<std::int64_t>(sw.points.size());
   if (format == OutputFormat::json) {
-    write_sweep_json(sw.source, sw.fingerprint(), total, points, shard.empty() ? "" : shard, text);
+    write_sweep_json(sw.source, sw.fingerprint(), total, points, shard.empty() ? "" : shard, text,
+                     points.size() == mine.size());
   } else if (format == OutputFormat::csv) {
+    if (ran.interrupted) text << "# INTERRUPTED: the rows below cover only the points searched\n";
     write_sweep_csv(points, text);
   } else {
+    if (ran.interrupted) text << "INTERRUPTED: the rows below cover only the points searched\n";
     write_sweep_table(points, text);
   }
   if (output.empty()) {
@@ -229,6 +337,7 @@ int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::
   } else {
     write_file_atomically(output, text.str(), "--output");
   }
+  if (ran.interrupted) return kExitInterrupted;
   return std::any_of(points.begin(), points.end(), [](const PointResult& x) { return x.status == "error"; }) ? 2 : 0;
 }
 
@@ -248,42 +357,12 @@ int command_merge(const std::vector<std::string>& args, std::ostream& out, std::
   const auto parsed = parse_or_help("merge", args, desc, common, out, &pos);
   if (!parsed) return 0;
   if (files.empty()) throw UsageError("meshfit merge: shard files are required\nTry 'meshfit merge --help'.");
-  std::string source, fingerprint;
-  std::int64_t total = -1;
-  std::map<std::int64_t, PointResult> points;
-  for (const auto& path : files) {
-    const Fields top(load_yaml_file(path), path);
-    const std::string fp = top.optional_string("fingerprint").value_or("");
-    const std::int64_t t = top.required_int("points_total", 0);
-    if (total < 0) {
-      source = top.optional_string("sweep").value_or("");
-      fingerprint = fp;
-      total = t;
-    } else if (fp != fingerprint || t != total) {
-      top.fail("fingerprint", "a shard of another sweep (" + fp + ", " + std::to_string(t) + " points) than " +
-                                  files.front() + "'s (" + fingerprint + ", " + std::to_string(total) + ")");
-    }
-    const YAML::Node list = top.raw("points");
-    if (!list.IsSequence()) top.fail("points", "expected a list");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const Fields p(list[i], path, "points[" + std::to_string(i) + "]");
-      PointResult x;
-      x.index = p.required_int("index", 0);
-      x.model = p.optional_string("model").value_or("");
-      x.device = p.optional_string("device").value_or("");
-      x.devices = p.required_int("devices");
-      x.seq = p.required_int("seq");
-      x.global_batch = p.required_int("global_batch");
-      x.status = p.optional_string("status").value_or("");
-      x.strategy = p.optional_string("strategy_string").value_or("");
-      x.step_s = p.optional_number("step_time_s", 0, 1e300);
-      x.tokens_per_sec = p.optional_number("tokens_per_sec_per_device", 0, 1e300);
-      x.peak_gib = p.optional_number("peak_memory_gib", 0, 1e300);
-      x.reason = p.optional_string("reason").value_or("");
-      if (x.index >= total) p.fail("index", "expected below points_total " + std::to_string(total));
-      if (!points.emplace(x.index, x).second) p.fail("index", "point " + std::to_string(x.index) + " is in two shards");
-    }
-  }
+  ResultFile whole;
+  for (const auto& path : files) read_result_file(path, whole, files.front());
+  std::map<std::int64_t, PointResult>& points = whole.points;
+  const std::int64_t total = whole.total;
+  const std::string& source = whole.source;
+  const std::string& fingerprint = whole.fingerprint;
   if (static_cast<std::int64_t>(points.size()) != total) {
     std::string missing;
     for (std::int64_t i = 0; i < total && missing.size() < 60; ++i) {
@@ -296,7 +375,7 @@ int command_merge(const std::vector<std::string>& args, std::ostream& out, std::
   all.reserve(points.size());
   for (auto& [i, x] : points) all.push_back(std::move(x));
   std::ostringstream text;
-  write_sweep_json(source, fingerprint, total, all, "", text);
+  write_sweep_json(source, fingerprint, total, all, "", text, true);
   if (output.empty()) {
     out << text.str();
   } else {
