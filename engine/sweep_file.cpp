@@ -109,6 +109,16 @@ Sweep read_sweep(const std::string& path) {
         load_search_file(dir.empty() ? *s : (std::filesystem::path(dir) / *s).string()));
   }
 
+  // A sweep's points are its axes' product: bounded, so that a mistyped range cannot ask for more
+  // searches (and memory) than any cluster study needs.
+  constexpr double kMaxPoints = 1e6;
+  const double product = static_cast<double>(models.size()) * static_cast<double>(devices.size()) *
+                         static_cast<double>(counts.size()) * static_cast<double>(seqs.size()) *
+                         static_cast<double>(batches.size());
+  if (product > kMaxPoints) {
+    f.fail("device_counts", "the axes make " + std::to_string(static_cast<std::int64_t>(product)) +
+                                " points; expected at most 1,000,000 (split the sweep)");
+  }
   for (const auto& [m, model_path] : models) {
     for (const auto& [d, device_path] : devices) {
       for (auto seq : seqs) {
