@@ -23,6 +23,8 @@
 #include "engine/json_writer.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/sweep_file.hpp"
+#include "engine/sweep_report.hpp"
+#include "engine/sweep_results.hpp"
 #include "engine/text_format.hpp"
 #include "engine/utf8_text.hpp"
 #include "engine/yaml_fields.hpp"
@@ -33,14 +35,6 @@ namespace meshfit {
 namespace {
 
 constexpr int kSweepSchemaVersion = 1;
-
-// One point's result as the outputs carry it (and merge reads it back).
-struct PointResult {
-  std::int64_t index = 0;
-  std::string model, device, status, strategy, reason;
-  std::int64_t devices = 0, seq = 0, global_batch = 0;
-  std::optional<double> step_s, tokens_per_sec, peak_gib;
-};
 
 PointResult result_of(std::int64_t index, const SweepPoint& p, const CheckResult& r) {
   PointResult x;
@@ -87,26 +81,6 @@ void write_point_json(JsonWriter& j, const PointResult& x) {
   j.field("reason", x.reason).end_object();
 }
 
-// Per (model, device, seq, global batch), in first-seen order: the smallest count that fits.
-struct Smallest {
-  std::string model, device;
-  std::int64_t seq = 0, global_batch = 0;
-  std::optional<std::int64_t> devices;
-};
-
-std::vector<Smallest> smallest_counts(const std::vector<PointResult>& points) {
-  std::vector<Smallest> out;
-  for (const auto& x : points) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const Smallest& s) {
-      return s.model == x.model && s.device == x.device && s.seq == x.seq && s.global_batch == x.global_batch;
-    });
-    if (it == out.end()) it = out.insert(out.end(), Smallest{x.model, x.device, x.seq, x.global_batch, {}});
-    if (x.status == "fits" && (!it->devices || x.devices < *it->devices)) it->devices = x.devices;
-  }
-  return out;
-}
-
-// The whole result (a shard's when `shard` is given: its points only, no summary).
 // `complete`: every point of the share (of the sweep, without a shard) is there; an interrupted
 // run says false, so that no reader takes a partial result for a whole one.
 void write_sweep_json(const std::string& source, const std::string& fingerprint, std::int64_t total,
@@ -261,7 +235,7 @@ std::pair<std::int64_t, std::int64_t> parse_shard(const std::string& text) {
 
 int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CommonFlags common;
-  std::string file, shard, output, resume;
+  std::string file, shard, output, resume, html;
   bool quiet = false;
   po::options_description desc(
       "Usage: meshfit sweep SWEEP.yaml [--shard K/N] [--format table|json|csv] [-o FILE]\n\n"
@@ -274,6 +248,8 @@ int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::
       "resume", po::value(&resume),
       "an earlier JSON output of this sweep (interrupted, or a shard): its points are kept, not searched again")(
       "output,o", po::value(&output), "write to FILE (atomically) instead of stdout")(
+      "html", po::value(&html),
+      "also write a self-contained HTML page: best step time against device count per seq and batch")(
       "quiet,q", po::bool_switch(&quiet), "no progress lines on stderr");
   add_common_options(desc, common);
   po::positional_options_description pos;
@@ -337,6 +313,7 @@ int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::
   } else {
     write_file_atomically(output, text.str(), "--output");
   }
+  if (!html.empty()) write_file_atomically(html, sweep_html(sw.source, points, points.size() == mine.size()), "--html");
   if (ran.interrupted) return kExitInterrupted;
   return std::any_of(points.begin(), points.end(), [](const PointResult& x) { return x.status == "error"; }) ? 2 : 0;
 }
