@@ -269,7 +269,7 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
     for (const YAML::Node& item : list) {
       const std::string what = item.IsScalar() ? item.Scalar() : "";
       if (what == "tp")
-        vc.run.options.tp_overlap = 1;
+        vc.run.options.tp_overlap_decomposed = true;
       else if (what == "pp")
         vc.run.options.pp_overlap = true;
       else if (what == "dp")

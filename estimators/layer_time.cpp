@@ -96,6 +96,8 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     if (op.role == OpRole::attention_up) up_f += f;
     if (op.role == OpRole::ffn_proj) ffn_proj_f += f;
     if (op.role == OpRole::shared_expert) shared_f += f;
+    if (op.role == OpRole::attention_proj || op.role == OpRole::ffn_proj || op.role == OpRole::shared_expert)
+      t.projection_forward += f;
   }
 
   // §7.3 option `elementwise`: memory-bound bytes of norms, rotary, activation and residual adds
@@ -145,6 +147,14 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
       forward = pairs * (all_gather(tp, S) + reduce_scatter(tp, S));
     } else {
       forward = 2 * all_reduce(tp, S);
+    }
+    if (o.tp_overlap_decomposed) {
+      // Collective and dependent GEMM each cut into tp pieces and pipelined (Wang et al., ASPLOS
+      // 2023, "Overlap Communication with Dependent Computation via Decomposition"; Transformer
+      // Engine's userbuffers overlap, PyTorch's AsyncTP): the first piece's collective waits, the
+      // others hide behind the GEMM pieces as far as those last.
+      const double tpd = static_cast<double>(s.tp), gemm = t.projection_forward;
+      forward = forward / tpd + std::max(0.0, forward - gemm) * (tpd - 1) / tpd;
     }
     forward *= 1 - o.tp_overlap;  // §7.6: ω_tp hidden
     t.tp_forward = forward;

@@ -30,6 +30,7 @@ struct LayerTime {
   double tp = 0, cp = 0, ep = 0;
   double tp_forward = 0, cp_forward = 0, ep_forward = 0;
   bool recompute_repeats_cp[3] = {false, false, false};  // selective sets that recompute the core
+  double projection_forward = 0;  // the projection GEMMs' forward, which TP collectives can overlap
 };
 
 // The loss's memory-bound time for one micro-batch on one device (§7.3): the profile's bytes per

@@ -151,6 +151,9 @@ struct RunOptions {
   // collectives, the CP ring hidden behind the attention core, PP point-to-point hidden
   // (Megatron's overlap_p2p_comm), DualPipeV's pairing, and the DP/ZeRO windows.
   double tp_overlap = 0, ep_overlap = 0;
+  // TP collectives decomposed and pipelined with their GEMMs (layer_time.cpp): Megatron's
+  // --tp-comm-overlap, torchtitan's AsyncTP.
+  bool tp_overlap_decomposed = false;
   bool cp_overlap = true, pp_overlap = false, dualpipe_overlap = true, dp_overlap = true;
   bool latency_tree = false;   // §7.4 latency_model: ring (false) or tree
   bool mla_cp_latent = false;  // §7.5: the CP ring passes MLA's compressed latent

@@ -258,3 +258,19 @@ TEST_CASE("window_share: the attention core of sliding-window layers, by hand") 
   const LayerFlops f = layer_flops(m, FfnKind::dense, 4096, 4096, 1, 1);
   CHECK(flops_core(f) == doctest::Approx(0.5 * 2 * 4096.0 * 4096 * 64 * 128 * 0.530765533447265625));
 }
+
+TEST_CASE("decomposed TP overlap: the first of tp pieces waits, the rest hide behind the GEMM pieces") {
+  // Llama-3.1-70B, tp 8 with SP: per layer the collectives take C and the projection GEMMs G
+  // (forward); cut into 8 pieces each, C/8 + max(0, C − G)·7/8 stays exposed (Wang et al. 2023).
+  auto c = make_case("llama-3.1-70b", 64, 8192, 64, "dp=8,tp=8,sp=true,pp=1,mbs=1");
+  const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
+  c.run.options.tp_overlap_decomposed = true;
+  const LayerTime split = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
+  const double C = plain.tp_forward, G = plain.projection_forward;
+  REQUIRE(C > 0);
+  CHECK(split.tp_forward == doctest::Approx(C / 8 + std::max(0.0, C - G) * 7 / 8));
+  CHECK(split.tp == doctest::Approx(2 * split.tp_forward));
+  CHECK(split.tp_forward < plain.tp_forward);
+  // The compute itself is untouched.
+  CHECK(split.forward == plain.forward);
+}
