@@ -111,7 +111,7 @@ def main():
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     d = Driver(port)
     try:
-        for _ in range(100):  # its HTTP server up
+        for _ in range(300):  # its HTTP server up (up to 30 s on a loaded machine)
             try:
                 d.call("GET", "/status")
                 break
