@@ -62,20 +62,12 @@ void write_check_json(const std::vector<CheckResult>& results, std::ostream& out
     j.begin_object().field("name", r.name).field("model", r.model).field("status", to_string(r.status));
     j.field("reason", r.reason).field("pinned", r.pinned);
     j.field("device", r.device).field("devices", r.devices);
-    auto optional = [&](const char* key, const std::optional<double>& v) {
-      j.key(key);
-      if (v) {
-        j.value(*v);
-      } else {
-        j.null();
-      }
-    };
-    optional("peak_memory_gib", r.peak_gib);
-    optional("peak_memory_likely_p10_gib", r.peak_likely_lo_gib);
-    optional("peak_memory_likely_p90_gib", r.peak_likely_hi_gib);
-    optional("budget_gib", r.budget_gib);
-    optional("step_time_s", r.step_time_s);
-    optional("tokens_per_sec_per_device", r.tokens_per_sec_per_device);
+    j.field("peak_memory_gib", r.peak_gib);
+    j.field("peak_memory_likely_p10_gib", r.peak_likely_lo_gib);
+    j.field("peak_memory_likely_p90_gib", r.peak_likely_hi_gib);
+    j.field("budget_gib", r.budget_gib);
+    j.field("step_time_s", r.step_time_s);
+    j.field("tokens_per_sec_per_device", r.tokens_per_sec_per_device);
     j.key("strategy");
     if (r.strategy) {
       write_strategy_json(j, *r.strategy);
@@ -90,8 +82,8 @@ void write_check_json(const std::vector<CheckResult>& results, std::ostream& out
     if (!r.pinned && r.status != CheckStatus::error) j.field("valid", r.valid);
     if (r.baseline_peak_gib || r.baseline_step_time_s) {
       j.key("baseline").begin_object();
-      optional("peak_memory_gib", r.baseline_peak_gib);
-      optional("step_time_s", r.baseline_step_time_s);
+      j.field("peak_memory_gib", r.baseline_peak_gib);
+      j.field("step_time_s", r.baseline_step_time_s);
       j.end_object();
     }
     if (!r.file.empty()) j.field("file", r.file);

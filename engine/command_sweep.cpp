@@ -56,15 +56,6 @@ PointResult result_of(std::int64_t index, const SweepPoint& p, const CheckResult
   return x;
 }
 
-void optional_field(JsonWriter& j, const char* key, const std::optional<double>& v) {
-  j.key(key);
-  if (v) {
-    j.value(*v);
-  } else {
-    j.null();
-  }
-}
-
 void write_point_json(JsonWriter& j, const PointResult& x) {
   j.begin_object()
       .field("index", x.index)
@@ -75,9 +66,8 @@ void write_point_json(JsonWriter& j, const PointResult& x) {
       .field("global_batch", x.global_batch)
       .field("status", x.status)
       .field("strategy_string", x.strategy);
-  optional_field(j, "step_time_s", x.step_s);
-  optional_field(j, "tokens_per_sec_per_device", x.tokens_per_sec);
-  optional_field(j, "peak_memory_gib", x.peak_gib);
+  j.field("step_time_s", x.step_s).field("tokens_per_sec_per_device", x.tokens_per_sec);
+  j.field("peak_memory_gib", x.peak_gib);
   j.field("reason", x.reason).end_object();
 }
 
@@ -98,13 +88,7 @@ void write_sweep_json(const std::string& source, const std::string& fingerprint,
     j.key("smallest").begin_array();
     for (const auto& s : smallest_counts(points)) {
       j.begin_object().field("model", s.model).field("device", s.device).field("seq", s.seq);
-      j.field("global_batch", s.global_batch).key("devices");
-      if (s.devices) {
-        j.value(*s.devices);
-      } else {
-        j.null();
-      }
-      j.end_object();
+      j.field("global_batch", s.global_batch).field("devices", s.devices).end_object();
     }
     j.end_array();
   }

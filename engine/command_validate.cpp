@@ -51,34 +51,14 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
   j.begin_object().key("cases").begin_array();
   for (const auto& r : s.rows) {
     j.begin_object().field("id", r.c->id).field("estimate_gib", r.estimate_gib);
-    j.key("measured_gib");
-    if (r.c->measured_gib)
-      j.value(*r.c->measured_gib);
-    else
-      j.null();
+    j.field("measured_gib", r.c->measured_gib);
     j.field("metric", to_string(r.c->metric));
-    j.key("error");
-    if (r.error)
-      j.value(*r.error);
-    else
-      j.null();
+    j.field("error", r.error);
     j.field("stage", r.stage);
     j.field("estimate_tokens_per_sec_per_device", r.tokens_per_sec);
-    j.key("measured_tokens_per_sec_per_device");
-    if (r.c->measured_tokens_per_sec)
-      j.value(*r.c->measured_tokens_per_sec);
-    else
-      j.null();
-    j.key("tokens_error");
-    if (r.tokens_error)
-      j.value(*r.tokens_error);
-    else
-      j.null();
-    j.key("measured_implied_mfu");
-    if (r.measured_mfu)
-      j.value(*r.measured_mfu);
-    else
-      j.null();
+    j.field("measured_tokens_per_sec_per_device", r.c->measured_tokens_per_sec);
+    j.field("tokens_error", r.tokens_error);
+    j.field("measured_implied_mfu", r.measured_mfu);
     j.key("defaults").begin_array();
     for (const auto& d : r.c->defaults_taken) j.value(d);
     j.end_array().end_object();

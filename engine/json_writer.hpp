@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +25,11 @@ class JsonWriter {
   JsonWriter& value(double v);  // non-finite values are written as null
   JsonWriter& value(bool v);
   JsonWriter& null();
+  // An optional: its value, or null where it has none.
+  template <class T>
+  JsonWriter& value(const std::optional<T>& v) {
+    return v ? value(*v) : null();
+  }
 
   template <class T>
   JsonWriter& field(std::string_view k, const T& v) {
