@@ -61,7 +61,12 @@ void check_pinned(const CheckEntry& e, const Model& m, const Run& run, const Clu
   r.step_time_s = t.step;
   r.tokens_per_sec_per_device = t.tokens_per_sec_per_device;
   std::vector<std::string> problems;
-  if (!mem.fits) {
+  if (!mem.host_fits) {
+    problems.push_back("offloaded states " + gib(mem.host_peak / kGiB) + " per rank exceed the host budget " +
+                       gib(mem.host_budget / kGiB) + " per device");
+  }
+  const bool device_fits = mem.peak * run.options.fit_factor_for(s.recompute) <= mem.budget;
+  if (!device_fits) {
     const auto [term, bytes] = dominant_term(mem.stages[static_cast<std::size_t>(mem.peak_stage)]);
     problems.push_back("peak " + gib(mem.peak / kGiB) + " on stage " + std::to_string(mem.peak_stage) +
                        " exceeds the budget " + gib(mem.budget / kGiB) + " by " + gib((mem.peak - mem.budget) / kGiB) +

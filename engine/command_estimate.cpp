@@ -104,12 +104,20 @@ void write_table(const Model& m, const Run& run, const Cluster& c, const Strateg
       << gib(r.capacity) << "); headroom " << gib(r.budget - r.peak) << " GiB\n";
   out << "likely " << likely_range(r.peak / kGiB, band, 2) << " GiB (p10-p90 of measured/estimate, " << band.basis
       << ")\n";
+  if (s.offload != Offload::none) {
+    out << "host: " << gib(r.host_peak) << " GiB of offloaded states per rank (largest stage); host budget "
+        << gib(r.host_budget) << " GiB per device (host_memory " << gib(c.device.host_memory) << " less "
+        << gib(c.device.host_reserved) << " reserved)\n";
+  }
   // With --fit-margin the peak that must fit is the estimate times its family's percentile.
   const double factor = run.options.fit_factor_for(s.recompute);
   const std::string margin =
       factor != 1 ? " at the fit margin (peak x " + fixed(factor, 3) + " = " + gib(r.peak * factor) + " GiB)" : "";
   if (r.fits) {
-    out << "fits" << margin << "\n";
+    out << "fits" << margin << (s.offload != Offload::none ? ", and the host holds the offloaded states" : "") << "\n";
+  } else if (!r.host_fits && r.peak * factor <= r.budget) {
+    out << "DOES NOT FIT in host memory: the offloaded states need " << gib(r.host_peak - r.host_budget)
+        << " GiB more than the host budget per device\n";
   } else {
     const auto [term, bytes] = dominant_term(p);
     out << "DOES NOT FIT" << margin << ": stage " << r.peak_stage << " needs " << gib(r.peak * factor - r.budget)
@@ -126,6 +134,12 @@ void write_json(const Model& m, const Run& run, const Cluster& cluster, const St
   j.field("peak_memory_gib", r.peak / kGiB).field("peak_stage", static_cast<std::int64_t>(r.peak_stage));
   write_band_json(j, "peak_memory_likely_gib", r.peak / kGiB, memory_band(m, run, cluster, s));
   j.field("fit_factor", run.options.fit_factor_for(s.recompute));
+  j.key("host")
+      .begin_object()
+      .field("offloaded_gib", r.host_peak / kGiB)
+      .field("budget_gib", r.host_budget / kGiB)
+      .field("fits", r.host_fits)
+      .end_object();
   j.key("stages").begin_array();
   for (const auto& st : r.stages) {
     j.begin_object().field("stage", st.stage).field("total_gib", st.device / kGiB);
@@ -133,6 +147,7 @@ void write_json(const Model& m, const Run& run, const Cluster& cluster, const St
     for (const auto& [name, bytes] : stage_terms(st)) j.field(name, bytes / kGiB);
     j.end_object();
     j.field("allocated_gib", st.allocated / kGiB).field("reserved_gib", st.reserved / kGiB);
+    j.field("host_gib", st.host / kGiB);
     j.field("layers", st.layers).field("communicators", st.communicators);
     j.key("in_flight").begin_array();
     for (auto n : st.chunk_inflight) j.value(n);

@@ -374,6 +374,11 @@ int search_one(const SearchFlags& f, OutputFormat format, std::optional<TrainerF
           << " GiB: " << strategy_to_string(result.closest->strategy);
     }
     err << '\n';
+    // Offload is searched only when asked for (search_space.hpp): say so where it could help.
+    if (space.pins.offload.empty() && cluster.device.has_host()) {
+      err << "meshfit search: offload was not searched; --offload none,optimizer,params adds it (host memory as a "
+             "second budget)\n";
+    }
     return 1;
   }
   return 0;

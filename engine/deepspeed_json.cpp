@@ -35,6 +35,13 @@ TrainerConfig deepspeed_json(const Model& m, const Run& run, const Strategy& s) 
   out << "  \"zero_optimization\": {\n";
   out << "    \"stage\": " << s.zero;
   if (replicas > 1) out << ",\n    \"mics_shard_size\": " << s.shard_group;
+  // ZeRO-Offload (stages 1-3) and ZeRO-3's parameter offload, into pinned host memory.
+  if (s.offload != Offload::none) {
+    out << ",\n    \"offload_optimizer\": {\n      \"device\": \"cpu\",\n      \"pin_memory\": true\n    }";
+  }
+  if (s.offload == Offload::params) {
+    out << ",\n    \"offload_param\": {\n      \"device\": \"cpu\",\n      \"pin_memory\": true\n    }";
+  }
   out << "\n  },\n";
   // DeepSpeed reads only the keys it knows: this one says what the file was written for.
   out << "  \"meshfit_target\": \"" << kDeepSpeedVersion << " config keys; sequence length " << run.seq

@@ -47,7 +47,13 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
                     "eta_a2a_inter",
                     "alpha_intra",
                     "alpha_inter",
-                    "eta_hbm"});
+                    "eta_hbm",
+                    "host_memory",
+                    "host_reserved",
+                    "host_link_bandwidth",
+                    "eta_host_link",
+                    "host_memory_bandwidth",
+                    "eta_host_memory"});
   Device d;
   const auto base = f.optional_string("preset");
   if (base) d = preset_device(*base, source, "preset");
@@ -102,6 +108,13 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   bounded("alpha_intra", d.alpha_intra, 0, 1);
   bounded("alpha_inter", d.alpha_inter, 0, 1);
   bounded("eta_hbm", d.eta_hbm, 1e-6, 1);
+  // Optional: a device without them cannot offload (strategy_rules says so).
+  bounded("host_memory", d.host_memory, 0, kPiB);
+  bounded("host_reserved", d.host_reserved, 0, kPiB);
+  bounded("host_link_bandwidth", d.host_link_bandwidth, 0, 1e16);
+  bounded("eta_host_link", d.eta_host_link, 1e-6, 1);
+  bounded("host_memory_bandwidth", d.host_memory_bandwidth, 0, 1e16);
+  bounded("eta_host_memory", d.eta_host_memory, 1e-6, 1);
   return d;
 }
 

@@ -37,6 +37,10 @@ TrainerConfig hyperparallel_yaml(const Model& m, const Run& run, const Strategy&
     cannot("its experts are split by model_parallel, so etp must equal tp (etp=" + std::to_string(s.etp) +
            ", tp=" + std::to_string(s.tp) + ")");
   }
+  if (s.offload != Offload::none) {
+    cannot(std::string("its train YAML has no offload setting that meshfit writes (offload=") + to_string(s.offload) +
+           ")");
+  }
   std::ostringstream out;
   out << "# meshfit strategy: " << strategy_to_string(s) << '\n';
   out << "parallel_config:\n";

@@ -100,6 +100,13 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
       a.push_back(std::string("--data-parallel-sharding-strategy ") +
                   (s.zero == 2 ? "optim_grads" : "optim_grads_params"));
   }
+  if (s.offload == Offload::optimizer) {
+    // HybridDeviceOptimizer: the distributed optimizer's shard stepped on the CPU, all of it
+    // (the fraction's default 1.0 written out); arguments.py requires the precision-aware optimizer.
+    a.push_back("--optimizer-cpu-offload");
+    a.push_back("--optimizer-offload-fraction 1.0");
+    a.push_back("--use-precision-aware-optimizer");
+  }
   if (s.recompute == Recompute::selective) {
     a.push_back("--recompute-granularity selective");
   } else if (s.recompute == Recompute::full) {

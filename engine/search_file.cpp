@@ -13,8 +13,8 @@ namespace meshfit {
 namespace {
 
 const char* const kDimensionKeys[] = {
-    "tp",         "sp",          "cp",        "cp_algo",         "pp", "vpp", "pp_schedule", "ep", "etp",
-    "zero_stage", "shard_group", "recompute", "micro_batch_size"};
+    "tp", "sp",  "cp",         "cp_algo",     "pp",      "vpp",       "pp_schedule",
+    "ep", "etp", "zero_stage", "shard_group", "offload", "recompute", "micro_batch_size"};
 
 // The strategy object's names (cli.md) and the flags' short forms.
 std::string canonical(const std::string& key) {
@@ -116,6 +116,10 @@ SearchFile load_search_file(const std::string& path) {
                                   {"gpipe", Schedule::gpipe},
                                   {"zb_h1", Schedule::zb_h1},
                                   {"dualpipev", Schedule::dualpipev}});
+  }
+  if (f.has("offload")) {
+    p.offload = names<Offload>(
+        f, "offload", {{"none", Offload::none}, {"optimizer", Offload::optimizer}, {"params", Offload::params}});
   }
   if (f.has("recompute")) {
     p.recompute = names<Recompute>(

@@ -61,6 +61,7 @@ void add_pin_options(po::options_description& desc, PinFlags& f) {
                                                                                "ring, ulysses, hybrid, allgather")(
       "schedule", po::value(&f.schedule), "1f1b, interleaved_1f1b, gpipe, zb_h1, dualpipev")(
       "recompute", po::value(&f.recompute), "none, selective, full")(
+      "offload", po::value(&f.offload), "also search offload: none, optimizer, params (default none only)")(
       "policies", po::value(&f.policies), "switch policies: tp_in_node=off,even_split=on,...");
 }
 
@@ -95,6 +96,11 @@ void apply_pin_flags(const PinFlags& f, Pins& pins, PolicySet& policies) {
     pins.recompute = name_list<Recompute>(
         "--recompute", f.recompute,
         {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});
+  }
+  if (!f.offload.empty()) {
+    pins.offload =
+        name_list<Offload>("--offload", f.offload,
+                           {{"none", Offload::none}, {"optimizer", Offload::optimizer}, {"params", Offload::params}});
   }
   if (!f.policies.empty()) {
     std::stringstream in(f.policies);

@@ -11,7 +11,7 @@
 namespace meshfit {
 
 struct PinFlags {
-  std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, policies;
+  std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, offload, policies;
 };
 
 void add_pin_options(po::options_description& desc, PinFlags& flags);

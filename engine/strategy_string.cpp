@@ -31,6 +31,7 @@ const std::vector<std::string>& known_keys() {
                                                 "etp",
                                                 "zero_stage",
                                                 "shard_group",
+                                                "offload",
                                                 "recompute",
                                                 "recompute_layers",
                                                 "micro_batch_size",
@@ -199,7 +200,7 @@ void read_schedule_and_cp(const StrategyFields& f, const Model& m, const Cluster
   }
 }
 
-// The ZeRO stage and shard group, the recompute mode and layers, the micro-batch size and m (H2).
+// The ZeRO stage, shard group and offload, the recompute mode and layers, the micro-batch size and m (H2).
 void read_zero_recompute_batch(const StrategyFields& f, const Run& run, const Cluster& cluster, Strategy& s) {
   if (f.has("zero_stage")) {
     const auto z = parse_integer(f.at("zero_stage"));
@@ -209,6 +210,11 @@ void read_zero_recompute_batch(const StrategyFields& f, const Run& run, const Cl
   s.shard_group = f.has("shard_group") ? f.positive_at("shard_group", cluster.devices,
                                                        "the " + std::to_string(cluster.devices) + " devices")
                                        : (s.zero >= 1 ? s.dp * s.cp : 1);
+  if (f.has("offload")) {
+    s.offload = named<Offload>(
+        f, "offload", {{"none", Offload::none}, {"optimizer", Offload::optimizer}, {"params", Offload::params}},
+        "none, optimizer or params");
+  }
   if (f.has("recompute")) {
     s.recompute = named<Recompute>(
         f, "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}},
@@ -267,6 +273,7 @@ void write_strategy_json(JsonWriter& j, const Strategy& s) {
   else
     j.value(to_string(s.cp_algo));
   j.field("ep", s.ep).field("etp", s.etp).field("zero_stage", s.zero).field("shard_group", s.shard_group);
+  j.field("offload", to_string(s.offload));
   j.field("recompute", to_string(s.recompute));
   j.key("recompute_layers");
   if (s.recompute == Recompute::full && s.recompute_layers > 0)
@@ -297,6 +304,7 @@ std::vector<StrategyDim> strategy_dims(const Strategy& s) {
       {"etp", num(s.etp), s.etp == 1},
       {"zero", num(s.zero), s.zero == 0},
       {"shard_group", num(s.shard_group), s.zero == 0 || s.shard_group == s.dp * s.cp},
+      {"offload", to_string(s.offload), s.offload == Offload::none},
       {"recompute", to_string(s.recompute), s.recompute == Recompute::none},
       {"recompute_layers", num(s.recompute_layers), s.recompute != Recompute::full || s.recompute_layers == 0},
       {"mbs", num(s.micro_batch), false},

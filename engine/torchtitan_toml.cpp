@@ -84,6 +84,8 @@ TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s)
   out << "global_batch_size = " << run.global_batch << '\n';
   // Without it torchtitan trains at its default of 2048 tokens.
   out << "seq_len = " << run.seq << '\n';
+  // FSDP2's CPUOffloadPolicy: parameters, gradients and the optimizer step on the host.
+  if (s.offload == Offload::params) out << "enable_cpu_offload = true\n";
   // FSDP2's parameter dtype under mixed precision; fp32 training keeps float32.
   const std::string half = half_precision(run);
   out << "mixed_precision_param = \""

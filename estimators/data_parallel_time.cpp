@@ -19,6 +19,21 @@ double exposed(double t, double window, double pieces) {
   return std::max(t - window, t / std::max(1.0, pieces));
 }
 
+// Offloaded states (§7.9.1) cross the device's host link, a pinned-memory copy at
+// η_host_link·B_host_link; a device without host figures cannot offload (strategy_rules).
+double host_copy(const Device& d, double bytes) {
+  return d.has_host() ? bytes / (d.eta_host_link * d.host_link_bandwidth) : 0;
+}
+
+// The CPU optimizer's step over `elements` local elements: a stream over host memory. Adam reads
+// the fp32 parameter, gradient and two moments and writes the parameter and moments back (28 B),
+// SGD with momentum 20 B, and both write the parameter in its device dtype for the copy back
+// (β_P): DeepSpeed's cpu_adam kernel and Megatron's HybridDeviceOptimizer step this way.
+double cpu_step(const Device& d, const Run& run, double elements) {
+  const double bytes = (run.optimizer == Optimizer::sgd_momentum ? 20 : 28) + run.precision.beta_P;
+  return d.has_host() ? elements * bytes / (d.eta_host_memory * d.host_memory_bandwidth) : 0;
+}
+
 }  // namespace
 
 DataParallelGroups data_parallel_groups(const Model& m, const Run& run, const Device& d, const Strategy& s,
@@ -50,9 +65,16 @@ void data_parallel_time(StageTime& st, const StageParams& p, const DataParallelG
   const bool overlap = run.options.dp_overlap;
   const double win_f = overlap ? st.forward : 0, win_b = overlap ? st.backward + st.recompute : 0;
   const double n_b = std::ceil((P_d + P_e) / g.bucket_params);
+  // With parameters offloaded (ZeRO-3 only), each gather starts by copying its shard in from the
+  // host and each reduce-scatter ends by copying its shard out (FSDP2's CPUOffloadPolicy, ZeRO-3's
+  // offload_param): in series with the collective they feed, so priced as part of it.
+  const bool params_on_host = s.offload == Offload::params;
+  const double copy_in = params_on_host ? host_copy(d, pr.beta_P * (P_d / g.z.P + P_e / g.z.Pe)) : 0;
+  const double copy_out = params_on_host ? host_copy(d, pr.beta_gcomm * (P_d / g.z.G + P_e / g.z.Ge)) : 0;
   const double t_rs =
-      reduce_scatter(g.shard, P_d * pr.beta_gcomm) + reduce_scatter(g.expert_shard, P_e * pr.beta_gcomm);
-  const double t_ag = all_gather(g.shard, P_d * pr.beta_gather) + all_gather(g.expert_shard, P_e * pr.beta_gather);
+      reduce_scatter(g.shard, P_d * pr.beta_gcomm) + reduce_scatter(g.expert_shard, P_e * pr.beta_gcomm) + copy_out;
+  const double t_ag =
+      all_gather(g.shard, P_d * pr.beta_gather) + all_gather(g.expert_shard, P_e * pr.beta_gather) + copy_in;
   const double t_hsdp = g.hsdp ? all_reduce(g.replicate, P_d * pr.beta_gcomm / static_cast<double>(s.shard_group)) : 0;
   double c_red = 0, c_ag = 0;
   switch (s.zero) {
@@ -84,7 +106,16 @@ void data_parallel_time(StageTime& st, const StageParams& p, const DataParallelG
                            : 0;
   st.comm_dp = c_red + c_ag + c_emb;
   const double p_opt = s.zero >= 1 ? P_d / g.z.OS + P_e / g.z.OSe : P_d + P_e;
-  st.optimizer = p_opt * step_bytes(run) / (d.eta_hbm * d.hbm_bandwidth);
+  switch (s.offload) {
+    case Offload::none: st.optimizer = p_opt * step_bytes(run) / (d.eta_hbm * d.hbm_bandwidth); break;
+    // ZeRO-Offload's step (Ren et al. 2021, §4.1): the gradient shard out, the CPU step, the
+    // updated parameters back, in series and exposed (neither framework's default overlaps them).
+    case Offload::optimizer:
+      st.optimizer = host_copy(d, p_opt * pr.beta_G) + cpu_step(d, run, p_opt) + host_copy(d, p_opt * pr.beta_P);
+      break;
+    // Parameters and gradients already live on the host: only the CPU step remains.
+    case Offload::params: st.optimizer = cpu_step(d, run, p_opt); break;
+  }
   st.tau = st.forward + st.backward + st.recompute + st.comm_tp + st.comm_cp + st.comm_ep + st.comm_pp + st.comm_zero;
 }
 

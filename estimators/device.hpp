@@ -35,6 +35,15 @@ struct Device {
   double alpha_intra = 2e-6;  // s per ring step
   double alpha_inter = 5e-6;
   double eta_hbm = 0.80;
+  // Host side, for offloaded model states (issue 23; devices.md §1). 0: not stated, and a strategy
+  // that offloads is refused on such a device rather than priced on a guess.
+  double host_memory = 0;            // B of host memory per device (the node's share)
+  double host_reserved = 0;          // B of it a rank's own process and the OS keep
+  double host_link_bandwidth = 0;    // B/s per device and direction, device <-> host
+  double eta_host_link = 0.85;       // share of it pinned-memory copies reach
+  double host_memory_bandwidth = 0;  // B/s of host memory per device (the node's share)
+  double eta_host_memory = 0.50;     // share of it a CPU optimizer streams at
+  bool has_host() const { return host_memory > 0 && host_link_bandwidth > 0 && host_memory_bandwidth > 0; }
 };
 
 struct Cluster {

@@ -7,6 +7,7 @@ namespace meshfit {
 
 ZeroDivisors zero_divisors(const Strategy& s, const Run& run) {
   ZeroDivisors z;
+  z.offload = s.offload;
   if (const auto& o = run.options.shard_override; o.set()) {  // §3.2's override, whatever z says
     z.P = static_cast<double>(o.P);
     z.G = static_cast<double>(o.G);
@@ -42,6 +43,35 @@ RankParams rank_params(const LayerParams& p, const Strategy& s) {
   return r;
 }
 
+namespace {
+
+// §6.3: offloaded states leave the device for the host. A CPU optimizer steps fp32 parameters on
+// fp32 gradients: DeepSpeed's DeepSpeedCPUAdam takes an fp32 gradient partition and the fp32 master
+// (stage_1_and_2.py keeps `single_partition_of_fp32_groups` on the CPU), Megatron's
+// HybridDeviceOptimizer copies grads into fp32 CPU tensors, FSDP2's CPUOffloadPolicy moves the
+// sharded (fp32) parameters and the reduced gradients to the CPU. So the host holds, per local
+// optimizer element: the optimizer state β_opt (master included where the precision has one), 4 B
+// of fp32 gradient, and without a master (fp32 parameters) the 4 B fp32 parameter copy it updates.
+// Offloading parameters too moves the parameter shard itself (β_P, the master when β_master = 0).
+void offload_states(ModelStates& m, double dense, double routed, const ZeroDivisors& z, const Run& run,
+                    double beta_opt) {
+  if (z.offload == Offload::none) return;
+  const Precision& p = run.precision;
+  constexpr double kFp32 = 4;
+  const double os = m.optimizer_elements;
+  if (z.offload == Offload::optimizer) {
+    m.host = (beta_opt + kFp32 + (p.beta_master == 0 ? kFp32 : 0)) * os;
+    m.optimizer = 0;
+    return;
+  }
+  m.host = p.beta_P * (dense / z.P + routed / z.Pe) + kFp32 * (dense / z.G + routed / z.Ge) + beta_opt * os;
+  m.weights = 0;
+  m.grads = 0;
+  m.optimizer = 0;
+}
+
+}  // namespace
+
 // §6: β · ((ne + sh)/Z + rt/Z_e) for each state; tables use β_opt_table.
 ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& run, bool table, bool keep_gathered) {
   const Precision& p = run.precision;
@@ -55,6 +85,7 @@ ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& 
   m.optimizer = run.options.offload_optimizer ? 0 : beta_opt * m.optimizer_elements;
   if (keep_gathered) m.gathered = p.beta_gather * r.total();
   if (!table) m.fp8_cache = run.options.fp8_weight_cache_bytes * r.gemm;
+  offload_states(m, dense, r.routed, z, run, beta_opt);
   return m;
 }
 

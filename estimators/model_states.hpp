@@ -13,8 +13,9 @@ namespace meshfit {
 
 // ZeRO divisors of §3.2 for the non-expert and shared parts (G) and routed experts (G_e).
 struct ZeroDivisors {
-  double P = 1, G = 1, OS = 1;     // Z_P, Z_G, Z_OS
-  double Pe = 1, Ge = 1, OSe = 1;  // Z_P,e, Z_G,e, Z_OS,e
+  double P = 1, G = 1, OS = 1;      // Z_P, Z_G, Z_OS
+  double Pe = 1, Ge = 1, OSe = 1;   // Z_P,e, Z_G,e, Z_OS,e
+  Offload offload = Offload::none;  // where the sharded states live (the strategy's)
 };
 // `run`'s expert_shard_group, when set, is G_e.
 ZeroDivisors zero_divisors(const Strategy& s, const Run& run);
@@ -47,7 +48,9 @@ struct ModelStates {
   double weights = 0, grads = 0, optimizer = 0, gathered = 0, fp8_cache = 0;
   double optimizer_elements = 0;  // local optimizer-shard elements (§9.9, ruling 8)
   double unsharded_elements = 0;  // parameters of the stage as one rank computes their gradients
+  double host = 0;                // bytes offloaded to host memory (not in total())
   ModelStates& operator+=(const ModelStates& o) {
+    host += o.host;
     weights += o.weights;
     grads += o.grads;
     optimizer += o.optimizer;
@@ -58,6 +61,7 @@ struct ModelStates {
     return *this;
   }
   void add(const ModelStates& o, double times) {  // += times·o: `times` layers of one kind
+    host += times * o.host;
     weights += times * o.weights;
     grads += times * o.grads;
     optimizer += times * o.optimizer;
@@ -68,7 +72,8 @@ struct ModelStates {
   }
   double total() const { return weights + grads + optimizer + gathered + fp8_cache; }
 };
-// `keep_gathered`: ZeRO-3 without resharding keeps every gathered parameter (§6.1).
+// `keep_gathered`: ZeRO-3 without resharding keeps every gathered parameter (§6.1). Offloaded
+// states (z.offload) move from the device to `host` (memory-model.md §6.3).
 ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& run, bool table, bool keep_gathered);
 
 // Whether ZeRO-3 reshards after the forward, resolved from the framework profile (§2.4).

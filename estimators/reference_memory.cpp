@@ -9,6 +9,7 @@
 #include "estimators/activation_census.hpp"
 #include "estimators/backward_transients.hpp"
 #include "estimators/grad_clip.hpp"
+#include "estimators/host_memory.hpp"
 #include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
 #include "estimators/model_states.hpp"
@@ -265,6 +266,7 @@ void stage_model_states(StageMemory& st, const StageWalk& w, const Model& m, con
   st.optimizer = states.optimizer;
   st.gathered = states.gathered;
   st.fp8_cache = states.fp8_cache;
+  st.host = states.host;
   if (t.gather_per_layer && run.profile.fsdp_root_and_last_block_unsharded) {
     double held = w.last_kind >= 0 ? t.kinds[static_cast<std::size_t>(w.last_kind)].params.total() : 0;
     if (st.embedding) held += t.embedding_total;
@@ -384,6 +386,9 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
   }
   // --fit-margin: the peak with the margin of its family must fit (RunOptions::fit_factor).
   report.fits = report.peak * run.options.fit_factor_for(s.recompute) <= report.budget;
+  double host = 0;
+  for (const StageMemory& st : report.stages) host = std::max(host, st.host);
+  apply_host_budget(report, host, dev, s);
   return report;
 }
 

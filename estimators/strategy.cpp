@@ -34,4 +34,13 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
+const char* to_string(Offload o) {
+  switch (o) {
+    case Offload::none: return "none";
+    case Offload::optimizer: return "optimizer";
+    case Offload::params: return "params";
+  }
+  return "?";
+}
+
 }  // namespace meshfit

@@ -10,6 +10,10 @@ namespace meshfit {
 enum class Schedule : std::uint8_t { none, one_f_one_b, interleaved_1f1b, gpipe, zb_h1, dualpipev };
 enum class CpAlgo : std::uint8_t { none, ring, ulysses, hybrid, allgather };
 enum class Recompute : std::uint8_t { none, selective, full };
+// Model states kept in host memory (issue 23): none; the optimizer (fp32 master and moments, with
+// the fp32 gradients it steps on: ZeRO-Offload, Megatron's --optimizer-cpu-offload); or every
+// sharded state, parameters and gradients too (FSDP2's CPUOffloadPolicy, ZeRO-3's offload_param).
+enum class Offload : std::uint8_t { none, optimizer, params };
 
 // A field added here must join same_node below, or be one of those it leaves out.
 struct Strategy {
@@ -26,6 +30,7 @@ struct Strategy {
   std::int64_t etp = 1;
   int zero = 0;                  // z
   std::int64_t shard_group = 1;  // G, CP ranks included
+  Offload offload = Offload::none;
   Recompute recompute = Recompute::none;
   std::int64_t recompute_layers = 0;  // n_rc per stage; 0 = every layer (with full)
   std::int64_t micro_batch = 1;       // b
@@ -40,7 +45,7 @@ struct Strategy {
   bool operator==(const Strategy&) const = default;
 };
 
-// Equal in everything but the ZeRO setting (z, G), the recompute mode and n_rc, and the
+// Equal in everything but the ZeRO setting (z, G, offload), the recompute mode and n_rc, and the
 // micro-batch size and count: what the search's memos and micro-batch runs are kept per. Field by
 // field (no copies): it is on the scoring hot path.
 inline bool same_node(const Strategy& a, const Strategy& b) {
@@ -51,5 +56,6 @@ inline bool same_node(const Strategy& a, const Strategy& b) {
 const char* to_string(Schedule s);
 const char* to_string(CpAlgo a);
 const char* to_string(Recompute r);
+const char* to_string(Offload o);
 
 }  // namespace meshfit

@@ -9,9 +9,9 @@
 namespace meshfit {
 
 const char* rule_id(HardRule r) {
-  static const char* const ids[] = {"ok",  "H1",  "H2",  "H3",  "H4",   "H5",  "H6",  "H7",  "H8",
-                                    "H9",  "H10", "H11", "H12", "H12b", "H13", "H14", "H15", "H16",
-                                    "H17", "H18", "H19", "H20", "H21",  "H22", "H23", "S1",  "S2"};
+  static const char* const ids[] = {"ok",  "H1",  "H2",  "H3",   "H4",  "H5",  "H6",  "H7",  "H8",  "H9",
+                                    "H10", "H11", "H12", "H12b", "H13", "H14", "H15", "H16", "H17", "H18",
+                                    "H19", "H20", "H21", "H22",  "H23", "H24", "S1",  "S2"};
   return ids[static_cast<int>(r)];
 }
 
@@ -42,6 +42,7 @@ const char* rule_name(HardRule r) {
                                       "listed_only",
                                       "dualpipev_microbatches",
                                       "interleaved_microbatches",
+                                      "offload_has_a_host",
                                       "seed_m_ge_pp",
                                       "seed_optimizer_shard_whole"};
   static_assert(std::size(names) == static_cast<std::size_t>(HardRule::S2) + 1);
@@ -143,6 +144,13 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
     case HardRule::H23:
       return !(s.schedule == Schedule::interleaved_1f1b &&
                (s.num_microbatches < s.pp || s.num_microbatches % s.pp != 0));
+    case HardRule::H24:
+      // Every framework offloads the optimizer's shard (ZeRO-Offload, Megatron's distributed
+      // optimizer) and parameters only when they are sharded (FSDP2, ZeRO-3); the host side must be
+      // stated to be priced, and the seed rules price only their own swap flag.
+      if (s.offload == Offload::none) return true;
+      if (!cluster.device.has_host() || run.rules == Rules::sapp_nd) return false;
+      return s.offload == Offload::optimizer ? s.zero >= 1 : s.zero == 3;
     case HardRule::S1: return run.rules != Rules::sapp_nd || s.pp == 1 || s.num_microbatches >= s.pp;
     case HardRule::S2: return run.rules != Rules::sapp_nd || s.zero == 0 || (s.tp * s.shard_group) % s.cp == 0;
   }
@@ -150,11 +158,11 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
 }
 
 namespace {
-constexpr std::array<HardRule, 26> kRuleOrder = {
+constexpr std::array<HardRule, 27> kRuleOrder = {
     HardRule::H1,  HardRule::H2,  HardRule::H3,  HardRule::H4,  HardRule::H5,  HardRule::H6,   HardRule::H7,
     HardRule::H8,  HardRule::H9,  HardRule::H10, HardRule::H11, HardRule::H12, HardRule::H12b, HardRule::H13,
     HardRule::H14, HardRule::H15, HardRule::H16, HardRule::H17, HardRule::H18, HardRule::H19,  HardRule::H20,
-    HardRule::H21, HardRule::H22, HardRule::H23, HardRule::S1,  HardRule::S2};
+    HardRule::H21, HardRule::H22, HardRule::H23, HardRule::H24, HardRule::S1,  HardRule::S2};
 }  // namespace
 
 std::span<const HardRule> hard_rule_order() { return kRuleOrder; }
@@ -244,6 +252,15 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
     case HardRule::H23:
       return "H23: interleaved_1f1b needs m >= pp and m mod pp = 0 (m = " + to_string(s.num_microbatches) +
              ", pp = " + to_string(s.pp) + ")";
+    case HardRule::H24:
+      if (run.rules == Rules::sapp_nd)
+        return "H24: offload=" + std::string(to_string(s.offload)) +
+               " is not priced under --rules sapp-nd (its run option offload_optimizer is)";
+      if (!cluster.device.has_host()) {
+        return "H24: offload=" + std::string(to_string(s.offload)) + " needs the device's host_memory, " +
+               "host_link_bandwidth and host_memory_bandwidth; device " + cluster.device.name + " states no host side";
+      }
+      return "H24: offload=optimizer needs zero >= 1, offload=params needs zero 3 (zero = " + to_string(s.zero) + ")";
     case HardRule::S1:
       return "S1 (--rules sapp-nd): m >= pp is required (m = " + to_string(s.num_microbatches) +
              ", pp = " + to_string(s.pp) + ")";

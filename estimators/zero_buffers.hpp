@@ -40,8 +40,8 @@ double fsdp_gather_transient(double largest_layer_gather, bool embedding, bool h
 // Tr_bucket (§9.5): with ZeRO ≥ 2 the largest layer's Rg, else the framework's gradient bucket.
 double grad_bucket_transient(double largest_reduce_buffers, const Strategy& s, const Run& run);
 
-// §9.9: the optimizer step's temporaries (per optimizer element), and with ZeRO 1/2 the
-// all-gather bucket that rebuilds the updated parameters.
+// §9.9: the optimizer step's temporaries (per optimizer element; none when the optimizer is
+// offloaded), and with ZeRO 1/2 the all-gather bucket that rebuilds the updated parameters.
 double optimizer_step_transient(const ModelStates& states, const Strategy& s, const Run& run);
 
 // Ruling 10: with deferred gradient sync every gradient is held unsharded, in the reduce dtype,

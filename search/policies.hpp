@@ -56,7 +56,8 @@ enum Dim : std::uint32_t {
   kShardGroup = 512,
   kMicroBatch = 1024,
   kRecompute = 2048,
-  kSchedule = 4096
+  kSchedule = 4096,
+  kOffload = 8192
 };
 std::uint32_t policy_reads(Policy p);
 

@@ -34,6 +34,7 @@ std::uint32_t hard_rule_reads(HardRule r) {
     case HardRule::H21: return 0;
     case HardRule::H22: return grid | kSchedule | kMicroBatch;
     case HardRule::H23: return grid | kSchedule | kMicroBatch;
+    case HardRule::H24: return kZero | kOffload;
     case HardRule::S1: return grid | kMicroBatch;
     case HardRule::S2: return grid | kZero | kShardGroup;
   }
@@ -44,7 +45,7 @@ namespace {
 
 int level_of(std::uint32_t reads, bool moe) {
   if (!moe) reads &= ~(kEp | kEtp);  // fixed at 1 before the loops
-  if (reads & (kZero | kShardGroup)) return zero_level;
+  if (reads & (kZero | kShardGroup | kOffload)) return zero_level;
   if (reads & kEtp) return etp_level;
   if (reads & kEp) return ep_level;
   if (reads & (kVpp | kSchedule)) return pass_level;
@@ -72,7 +73,7 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
     const std::uint32_t reads = policy_reads(p);
     if ((given & reads) == reads) continue;         // every dimension it reads was given (§2.3)
     if (p == Policy::full_recompute_all) continue;  // holds by construction: n_rc is enumerated only when it is off
-    plan.rules.push_back({27 + i, level_of(reads, moe), (reads & kMicroBatch) != 0});
+    plan.rules.push_back({kHardRuleSlots + i, level_of(reads, moe), (reads & kMicroBatch) != 0});
   }
   std::vector<std::uint32_t> reads_of;  // per planned rule, what it reads
   for (HardRule r : hard_rule_order()) {

@@ -51,8 +51,9 @@ class RuleWalk {
     w.zero_first.assign(d.zeros.size(), RulePlan::kNone);
     for (std::size_t i = 0; i < d.zeros.size(); ++i) {
       Strategy t = s;
-      t.zero = d.zeros[i].first;
-      t.shard_group = d.zeros[i].second;
+      t.zero = d.zeros[i].zero;
+      t.shard_group = d.zeros[i].shard_group;
+      t.offload = d.zeros[i].offload;
       w.zero_first[i] = first_failing_in(space, plan, plan.zero_fixed, t, RulePlan::kNone);
     }
     // The zero_rest outcome per (ep, etp, ZeRO setting) when it reads nothing else (rule_plan.hpp),
@@ -299,8 +300,9 @@ typename RuleWalk<Reject>::ZeroSummary& RuleWalk<Reject>::zero_summary() {
   summary.made = true;
   Strategy t = s_;
   for (std::size_t zi = 0; zi < d_.zeros.size(); ++zi) {
-    t.zero = d_.zeros[zi].first;
-    t.shard_group = d_.zeros[zi].second;
+    t.zero = d_.zeros[zi].zero;
+    t.shard_group = d_.zeros[zi].shard_group;
+    t.offload = d_.zeros[zi].offload;
     std::size_t& rest = rest_first(ep_index, etp_index, zi);
     if (rest == kUnknown) rest = first_failing_in(space_, plan_, plan_.zero_rest, t, RulePlan::kNone);
     summary.first.push_back(std::min(w_.zero_first[zi], rest));

@@ -31,20 +31,21 @@ std::uint32_t Pins::given() const {
   if (!micro_batch.empty()) g |= kMicroBatch;
   if (!recompute.empty()) g |= kRecompute;
   if (!schedule.empty()) g |= kSchedule;
+  if (!offload.empty()) g |= kOffload;
   return g;
 }
 
 std::size_t slot_index(const RuleSlot& r) {
-  return r.policy ? 27 + static_cast<std::size_t>(r.soft) : static_cast<std::size_t>(r.hard);
+  return r.policy ? kHardRuleSlots + static_cast<std::size_t>(r.soft) : static_cast<std::size_t>(r.hard);
 }
 
 std::string slot_name(std::size_t index) {
-  if (index >= 27) return policy_name(static_cast<Policy>(index - 27));
+  if (index >= kHardRuleSlots) return policy_name(static_cast<Policy>(index - kHardRuleSlots));
   return rule_name(static_cast<HardRule>(index));
 }
 
 std::string slot_id(std::size_t index) {
-  if (index >= 27) return policy_id(static_cast<Policy>(index - 27));
+  if (index >= kHardRuleSlots) return policy_id(static_cast<Policy>(index - kHardRuleSlots));
   return rule_id(static_cast<HardRule>(index));
 }
 
@@ -79,7 +80,8 @@ std::optional<RuleSlot> SearchSpace::first_failure(const Strategy& s) const {
 }
 
 bool SearchSpace::slot_holds(std::size_t slot, const Strategy& s) const {
-  if (slot >= 27) return policy_holds(static_cast<Policy>(slot - 27), *model, *run, *cluster, s);
+  if (slot >= kHardRuleSlots)
+    return policy_holds(static_cast<Policy>(slot - kHardRuleSlots), *model, *run, *cluster, s);
   return rule_holds(static_cast<HardRule>(slot), *model, *run, *cluster, s);
 }
 

@@ -23,6 +23,8 @@ struct Pins {
   std::vector<CpAlgo> cp_algo;
   std::vector<Schedule> schedule;
   std::vector<Recompute> recompute;
+  // Unlike the others, empty = none only: offload is searched when asked for (issue 23).
+  std::vector<Offload> offload;
   std::uint32_t given() const;  // Dim bits of the pinned dimensions (dp counts given with tp, cp, pp)
 };
 
@@ -32,7 +34,7 @@ struct RuleSlot {
   HardRule hard = HardRule::ok;
   Policy soft = Policy::tp_in_node;
 };
-inline constexpr std::size_t kRuleSlots = 27 + kPolicyCount;  // HardRule values incl. ok, then policies
+inline constexpr std::size_t kRuleSlots = kHardRuleSlots + kPolicyCount;  // HardRule values incl. ok, then policies
 std::size_t slot_index(const RuleSlot& r);
 std::string slot_name(std::size_t index);  // the rule's or policy's name ("chunks_have_layers", "tp_in_node")
 std::string slot_id(std::size_t index);    // its code in the spec's tables ("H12", "P1")

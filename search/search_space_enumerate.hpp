@@ -105,8 +105,9 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, TripleWalk
             walk.etp_index = etp_index;
             if (walk.enter(etp_level, weight * below_etp)) continue;
             for (const std::size_t zero_index : walk.zero_settings(weight * below_zero)) {
-              s.zero = d.zeros[zero_index].first;
-              s.shard_group = d.zeros[zero_index].second;
+              s.zero = d.zeros[zero_index].zero;
+              s.shard_group = d.zeros[zero_index].shard_group;
+              s.offload = d.zeros[zero_index].offload;
               if (walk.enter_zero(zero_index, weight * below_zero)) continue;
               // No rule reads the recompute mode: a micro-batch size known invalid here is so in
               // every mode, credited once for all of them and not visited.

@@ -97,6 +97,10 @@ std::vector<Neighbour> neighbours(const SearchSpace& space, const Strategy& s) {
     }
     vary("shard_group", &Strategy::shard_group, groups);
   }
+  // Offload where the device states its host side (rule H24): what would fit only that way.
+  if (space.cluster->device.has_host()) {
+    vary("offload", &Strategy::offload, std::vector<Offload>{Offload::none, Offload::optimizer, Offload::params});
+  }
   vary("recompute", &Strategy::recompute,
        std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
   vary("mbs", &Strategy::micro_batch, divisors(space.run->global_batch));

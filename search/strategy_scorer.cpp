@@ -12,9 +12,9 @@ namespace {
 
 // The same strategy up to its recompute mode, n_rc and micro-batch size (and so m).
 bool same_setting(const Strategy& a, const Strategy& b) {
-  return same_node(a, b) && a.zero == b.zero && a.shard_group == b.shard_group;
+  return same_node(a, b) && a.zero == b.zero && a.shard_group == b.shard_group && a.offload == b.offload;
 }
-// The same strategy up to its ZeRO stage and shard group, micro-batch size and m.
+// The same strategy up to its ZeRO setting (z, G, offload), micro-batch size and m.
 bool same_run_setting(const Strategy& a, const Strategy& b) {
   return same_node(a, b) && a.recompute == b.recompute && a.recompute_layers == b.recompute_layers;
 }

@@ -18,6 +18,10 @@ std::optional<std::string> megatron_refusal(const Strategy& s) {
            " shard group of " + std::to_string(s.shard_group) + " (HSDP) has no flag";
   }
   if (s.zero >= 2 && s.pp > 1) return "Megatron FSDP (ZeRO-" + std::to_string(s.zero) + ") does not run with pp > 1";
+  if (s.offload == Offload::params) return "it offloads the optimizer only (--optimizer-cpu-offload), not parameters";
+  if (s.offload == Offload::optimizer && s.zero != 1) {
+    return "its optimizer CPU offload runs in the distributed optimizer (zero_stage=1), not in Megatron FSDP";
+  }
   if (s.recompute == Recompute::full && s.recompute_layers % s.vpp != 0) {
     return "recompute_layers=" + std::to_string(s.recompute_layers) +
            " does not divide over vpp=" + std::to_string(s.vpp) +
@@ -59,6 +63,10 @@ std::optional<std::string> torchtitan_refusal(const Model& m, const Run& run, co
   }
   if (s.recompute == Recompute::full && s.recompute_layers != 0) {
     return "it recomputes every layer or none (recompute_layers=" + std::to_string(s.recompute_layers) + ")";
+  }
+  if (s.offload == Offload::optimizer) {
+    return "its CPU offload (training.enable_cpu_offload, FSDP2's CPUOffloadPolicy) moves parameters and gradients "
+           "too: offload=params";
   }
   return std::nullopt;
 }

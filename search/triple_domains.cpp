@@ -48,13 +48,22 @@ void TripleDomains::fill(const SearchSpace& space, const std::array<std::int64_t
   etps.assign(1, 1);
   if (m.is_moe()) eps = etps = stage_divisors;
   zeros.clear();
-  if (allowed(pins.zero, std::int64_t{0})) zeros.emplace_back(0, 1);
+  auto add_zero = [&](int z, std::int64_t G) {
+    if (pins.offload.empty()) {
+      zeros.push_back({z, G, Offload::none});
+      return;
+    }
+    for (Offload o : {Offload::none, Offload::optimizer, Offload::params}) {
+      if (allowed(pins.offload, o)) zeros.push_back({z, G, o});
+    }
+  };
+  if (allowed(pins.zero, std::int64_t{0})) add_zero(0, 1);
   if (dp * cp > 1) {
     for (int z = 1; z <= 3; ++z) {
       if (!allowed(pins.zero, std::int64_t{z})) continue;
       for (std::int64_t j : dp_divisors) {
         const std::int64_t G = cp * j;
-        if (G >= 2 && allowed(pins.shard_group, G)) zeros.emplace_back(z, G);
+        if (G >= 2 && allowed(pins.shard_group, G)) add_zero(z, G);
       }
     }
   }

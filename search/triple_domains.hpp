@@ -24,8 +24,14 @@ struct TripleDomains {
   std::vector<CpAlgo> algos;
   std::vector<Schedule> extra_schedules;  // listed-only schedules (H21), when the user lists them
   std::vector<std::int64_t> eps, etps;
-  // ZeRO 0 with G = 1, then each stage with every G = cp·j, j | dp, G ≥ 2 (ruling 3).
-  std::vector<std::pair<int, std::int64_t>> zeros;
+  // ZeRO 0 with G = 1, then each stage with every G = cp·j, j | dp, G ≥ 2 (ruling 3); each
+  // (z, G) with every offload the pins list (none alone unless they list more), innermost.
+  struct ZeroSetting {
+    int zero = 0;
+    std::int64_t shard_group = 1;
+    Offload offload = Offload::none;
+  };
+  std::vector<ZeroSetting> zeros;
   // The recompute settings under one micro-batch size: none, selective, and full with each n_rc
   // of `recompute_layers` (only 0, every layer, unless the policy full_recompute_all is off:
   // then 1 .. the most layers a stage holds − 1, and 0 last, as the canonical key orders them).

@@ -9,6 +9,7 @@
 
 #include "estimators/backward_transients.hpp"
 #include "estimators/grad_clip.hpp"
+#include "estimators/host_memory.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/overheads.hpp"
 #include "estimators/zero_buffers.hpp"
@@ -86,6 +87,7 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
   }
   report.static_floor = statics.static_floor;
   report.fits = report.peak * fit_factor <= report.budget;
+  apply_host_budget(report, statics.host_peak, dev, s);
 }
 
 // The estimate: the activation side, then per (z, G) the model states, the ZeRO/FSDP parts of the
@@ -192,6 +194,8 @@ void static_totals(StaticSide& statics, const ActivationSide& side, const Layout
   const Device& dev = t.dev;
   statics.totals.assign(statics.stages.size(), StaticSide::Totals{});
   statics.static_floor = 0;
+  statics.host_peak = 0;
+  for (const ModelStates& states : statics.stages) statics.host_peak = std::max(statics.host_peak, states.host);
   const bool defers = defers_grad_sync(t.run, t.s);
   for (std::size_t i = 0; i < statics.stages.size(); ++i) {
     if (plan.stages[i].twin != PlannedStage::kNoTwin) {
@@ -378,6 +382,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
       copy_totals(st, a.partial);
     }
     total_stage(st, a, statics, side, t, iu);
+    st.host = statics.stages[iu].host;
     report.static_floor = std::max(report.static_floor, stage_totals(st, dev, a.has_moe));
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;
@@ -385,6 +390,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     }
   }
   report.fits = report.peak * run.options.fit_factor_for(s.recompute) <= report.budget;
+  apply_host_budget(report, statics.host_peak, dev, s);
 }
 
 }  // namespace meshfit::evaluator_detail

@@ -122,7 +122,8 @@ TEST_CASE("estimate: table, JSON shape of cli.md, exit 1 when it does not fit") 
   const auto j = with({"--strategy", "dp=2,tp=8,sp=true,pp=4,zero=1,recompute=selective,mbs=1", "--format", "json"});
   CHECK(j.code == 0);
   CHECK(j.out.find("{\"strategy\":{\"dp\":2,\"tp\":8,\"sp\":true,\"pp\":4,\"vpp\":1,\"pp_schedule\":\"1f1b\",\"cp\":1,"
-                   "\"cp_algo\":null,\"ep\":1,\"etp\":1,\"zero_stage\":1,\"shard_group\":2,\"recompute\":\"selective\","
+                   "\"cp_algo\":null,\"ep\":1,\"etp\":1,\"zero_stage\":1,\"shard_group\":2,\"offload\":\"none\","
+                   "\"recompute\":\"selective\","
                    "\"recompute_layers\":null,\"micro_batch_size\":1,\"num_microbatches\":8") == 0);
   CHECK(j.out.find("\"fits\":true") != std::string::npos);
   CHECK(j.out.find("\"peak_stage\":0") != std::string::npos);
@@ -383,4 +384,25 @@ TEST_CASE("sweep: bad input names the file and field; a shard is K/N, written as
   const auto csv = run({"sweep", data_path("sweep/small.yaml"), "--format", "csv"});
   REQUIRE(csv.code == 0);
   CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 25);
+}
+
+TEST_CASE("--offload searches offloaded states: a model that fits only with them (issue 23)") {
+  // Llama-3.1-70B's model states alone are 18 B × 70.6 G / 16 = 79 GB per GPU on 16 H100s: nothing
+  // fits on the device, and the search says offload was not searched.
+  auto search = [](std::vector<std::string> extra) {
+    std::vector<std::string> a{"search", "--model", "llama-3.1-70b",  "--device", "h100-80gb", "--devices", "16",
+                               "--seq",  "4096",    "--global-batch", "32",       "--format",  "json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run(a);
+  };
+  const auto plain = search({});
+  CHECK(plain.code == 1);
+  CHECK(plain.err.find("offload was not searched") != std::string::npos);
+  const auto off = search({"--offload", "none,optimizer,params"});
+  REQUIRE(off.code == 0);
+  const YAML::Node a = YAML::Load(plain.out), b = YAML::Load(off.out);
+  // Each ZeRO setting is enumerated once per offload listed.
+  CHECK(b["counts"]["enumerated"].as<std::int64_t>() == 3 * a["counts"]["enumerated"].as<std::int64_t>());
+  REQUIRE(b["front"].size() > 0);
+  for (const auto& x : b["front"]) CHECK(x["strategy"]["offload"].as<std::string>() != "none");
 }

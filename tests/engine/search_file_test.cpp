@@ -47,6 +47,14 @@ TEST_CASE("a search file gives the same search as the flags it stands for") {
   CHECK(from_file.out.find("\"zero_stage\":1") == std::string::npos);
 }
 
+TEST_CASE("a search file lists the offloads to search as --offload does") {
+  const auto from_file = run(with({"--search-file", data_path("search/offload.yaml")}));
+  const auto from_flags = run(with({"--offload", "none,params", "--zero", "3", "--pp", "1"}));
+  REQUIRE(from_file.code == 0);
+  CHECK(without_seconds(from_file.out) == without_seconds(from_flags.out));
+  CHECK(from_file.out.find("\"offload\":\"params\"") != std::string::npos);
+}
+
 TEST_CASE("a flag on the command line wins over the search file") {
   const auto r = run(with({"--search-file", data_path("search/llama8b_pins.yaml"), "--tp", "2", "--top", "5"}));
   REQUIRE(r.code == 0);
@@ -73,11 +81,12 @@ TEST_CASE("a bad search file names the file and the field, exit 2") {
     const char* field;
     const char* says;
   };
-  for (const Bad& b : {Bad{"search/unknown_key.yaml", "tensor_parallel", "unknown field"},
-                       Bad{"search/bad_value.yaml", "recompute", "sometimes"},
-                       Bad{"search/alias_twice.yaml", "zero_stage", "given twice"},
-                       Bad{"search/bad_run_option.yaml", "run_options.vocab_pad", "unknown field"},
-                       Bad{"search/missing.yaml", "missing.yaml", ""}}) {
+  for (const Bad& b :
+       {Bad{"search/unknown_key.yaml", "tensor_parallel", "unknown field"},
+        Bad{"search/bad_value.yaml", "recompute", "sometimes"}, Bad{"search/bad_offload.yaml", "offload", "disk"},
+        Bad{"search/alias_twice.yaml", "zero_stage", "given twice"},
+        Bad{"search/bad_run_option.yaml", "run_options.vocab_pad", "unknown field"},
+        Bad{"search/missing.yaml", "missing.yaml", ""}}) {
     CAPTURE(b.file);
     const auto r = run(with({"--search-file", data_path(b.file)}));
     CHECK(r.code == 2);

@@ -155,3 +155,30 @@ TEST_CASE("export: an interrupted search's pick says so in the format's own synt
   CHECK(doc["meshfit_interrupted"].as<std::string>().find("INTERRUPTED") != std::string::npos);
   CHECK(doc["train_batch_size"].as<int>() == 64);
 }
+
+TEST_CASE("export: offload in each trainer's own option (issue 23), or a reason it has none") {
+  // Megatron-LM arguments.py: --optimizer-cpu-offload asserts --use-precision-aware-optimizer.
+  const auto mlm = run(export_args("llama-3.1-8b", "8", "4096", "8", "megatron", "dp=8,zero=1,offload=optimizer"));
+  CHECK(mlm.code == 0);
+  CHECK(has(mlm.out, "--optimizer-cpu-offload"));
+  CHECK(has(mlm.out, "--use-precision-aware-optimizer"));
+  const auto mlm_params = run(export_args("llama-3.1-8b", "8", "4096", "8", "megatron", "dp=8,zero=3,offload=params"));
+  CHECK(mlm_params.code == 2);
+  CHECK(has(mlm_params.err, "not parameters"));
+  // torchtitan's training.enable_cpu_offload is FSDP2's CPUOffloadPolicy: parameters too.
+  const auto tt = run(export_args("llama-3.1-8b", "8", "4096", "8", "torchtitan", "dp=8,zero=3,offload=params"));
+  CHECK(tt.code == 0);
+  CHECK(has(tt.out, "enable_cpu_offload = true"));
+  const auto tt_opt = run(export_args("llama-3.1-8b", "8", "4096", "8", "torchtitan", "dp=8,zero=3,offload=optimizer"));
+  CHECK(tt_opt.code == 2);
+  CHECK(has(tt_opt.err, "offload=params"));
+  // DeepSpeed: zero_optimization.offload_optimizer, and offload_param with stage 3.
+  const auto ds = run(export_args("llama-3.1-8b", "8", "4096", "8", "deepspeed", "dp=8,zero=3,offload=params"));
+  CHECK(ds.code == 0);
+  CHECK(has(ds.out, "\"offload_optimizer\": {\n      \"device\": \"cpu\""));
+  CHECK(has(ds.out, "\"offload_param\": {\n      \"device\": \"cpu\""));
+  const auto ds_opt = run(export_args("llama-3.1-8b", "8", "4096", "8", "deepspeed", "dp=8,zero=2,offload=optimizer"));
+  CHECK(ds_opt.code == 0);
+  CHECK(has(ds_opt.out, "offload_optimizer"));
+  CHECK_FALSE(has(ds_opt.out, "offload_param"));
+}

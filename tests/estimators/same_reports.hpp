@@ -14,6 +14,8 @@ inline void check_same_memory(const MemoryReport& a, const MemoryReport& b) {
   CHECK(a.peak_stage == b.peak_stage);
   CHECK(a.fits == b.fits);
   CHECK(a.static_floor == b.static_floor);
+  CHECK(a.host_peak == b.host_peak);
+  CHECK(a.host_fits == b.host_fits);
   REQUIRE(a.stages.size() == b.stages.size());
   for (std::size_t i = 0; i < a.stages.size(); ++i) {
     const StageMemory &x = a.stages[i], &y = b.stages[i];
@@ -23,6 +25,7 @@ inline void check_same_memory(const MemoryReport& a, const MemoryReport& b) {
     CHECK(x.optimizer == y.optimizer);
     CHECK(x.gathered == y.gathered);
     CHECK(x.deferred_grads == y.deferred_grads);
+    CHECK(x.host == y.host);
     CHECK(x.chunk_bytes == y.chunk_bytes);
     CHECK(x.chunk_inflight == y.chunk_inflight);
     CHECK(x.activations == y.activations);

@@ -45,6 +45,9 @@ Naive naive_search(const SearchSpace& space, std::size_t k) {
           const MemoryReport mem = reference_memory(*space.model, *space.run, *space.cluster, s);
           // The peak times the run's --fit-margin factor for s's recompute mode (1 without one).
           if (!(mem.peak * space.run->options.fit_factor_for(s.recompute) <= budget)) return;
+          // The second budget of offloaded states (memory-model.md §6.3).
+          const Device& dev = space.cluster->device;
+          if (s.offload != Offload::none && !(mem.host_peak <= dev.host_memory - dev.host_reserved)) return;
           const TimeReport time = reference_step_time(*space.model, *space.run, *space.cluster, s);
           ScoredStrategy x;
           x.strategy = s;
@@ -89,20 +92,26 @@ TEST_CASE("the search's output is the naive search's on small spaces") {
     bool policies_off;
     std::array<double, 3> fit_factor{1, 1, 1};  // --fit-margin's factors by recompute mode
     bool search_n_rc = false;                   // with policies off: P12 too, n_rc enumerated (issue 23)
+    bool offload = false;                       // every offload searched (issue 23)
+    double host_memory = 0;                     // the device's host share, when set
   };
   const std::string d = test::data_path("models/");
-  for (const Spec& spec : std::vector<Spec>{{"llama-3.1-8b", 8, 4096, 32, "default", false},
-                                            {"llama-3.1-8b", 16, 8192, 64, "default", true},
-                                            {"llama-3.1-70b", 32, 4096, 64, "default", false},
-                                            {"llama-3.1-70b", 32, 4096, 64, "default", false, {1.10, 1.04, 1.25}},
-                                            {"qwen3-30b-a3b", 8, 4096, 32, "default", true, {1.3, 1.0, 1.15}},
-                                            {"mixtral-8x7b", 16, 4096, 64, "default", false},
-                                            {"mixtral-8x7b", 16, 4096, 32, "sapp-nd", false},
-                                            {"qwen3-30b-a3b", 8, 4096, 32, "default", true},
-                                            {d + "deepseek-v2-lite.json", 8, 2048, 32, "default", true},
-                                            {d + "tiny-moe.yaml", 8, 2048, 32, "default", true, {1, 1, 1}, true},
-                                            {d + "gpt2.json", 4, 1024, 16, "default", true, {1, 1, 1}, true},
-                                            {d + "qwen2-7b.json", 8, 4096, 16, "sapp-nd", true}}) {
+  for (const Spec& spec :
+       std::vector<Spec>{{"llama-3.1-8b", 8, 4096, 32, "default", false},
+                         {"llama-3.1-8b", 16, 8192, 64, "default", true},
+                         {"llama-3.1-70b", 32, 4096, 64, "default", false},
+                         {"llama-3.1-70b", 32, 4096, 64, "default", false, {1.10, 1.04, 1.25}},
+                         {"qwen3-30b-a3b", 8, 4096, 32, "default", true, {1.3, 1.0, 1.15}},
+                         {"mixtral-8x7b", 16, 4096, 64, "default", false},
+                         {"mixtral-8x7b", 16, 4096, 32, "sapp-nd", false},
+                         {"qwen3-30b-a3b", 8, 4096, 32, "default", true},
+                         {d + "deepseek-v2-lite.json", 8, 2048, 32, "default", true},
+                         {d + "tiny-moe.yaml", 8, 2048, 32, "default", true, {1, 1, 1}, true},
+                         {d + "gpt2.json", 4, 1024, 16, "default", true, {1, 1, 1}, true},
+                         {d + "qwen2-7b.json", 8, 4096, 16, "sapp-nd", true},
+                         {"llama-3.1-70b", 16, 4096, 32, "default", false, {1, 1, 1}, false, true},
+                         // A host share that holds some offloaded settings, not all.
+                         {"llama-3.1-70b", 16, 4096, 32, "default", false, {1, 1, 1}, false, true, 90.0 * (1 << 30)}}) {
     CAPTURE(spec.model);
     CAPTURE(spec.devices);
     CAPTURE(spec.rules);
@@ -113,15 +122,17 @@ TEST_CASE("the search's output is the naive search's on small spaces") {
     const Model model = load_model(spec.model);
     Run run = make_run(f, true);
     run.options.fit_factor = spec.fit_factor;
-    const Cluster cluster = make_cluster("h100-80gb", spec.devices);
+    Cluster cluster = make_cluster("h100-80gb", spec.devices);
+    if (spec.host_memory > 0) cluster.device.host_memory = spec.host_memory;
     SearchSpace space;
     space.model = &model;
     space.run = &run;
     space.cluster = &cluster;
     if (spec.policies_off) space.policies.on.fill(false);
     if (!spec.search_n_rc) space.policies.on[static_cast<std::size_t>(Policy::full_recompute_all)] = true;
+    if (spec.offload) space.pins.offload = {Offload::none, Offload::optimizer, Offload::params};
     const Naive naive = naive_search(space, 10);
-    CHECK(!naive.front.empty());  // each space has fitting strategies (over a million valid over the twelve)
+    CHECK(!naive.front.empty());  // each space has fitting strategies (over a million valid over the fourteen)
     // Every pass on, then each pruning pass off alone (pruning_passes.hpp): the same output.
     std::vector<std::optional<PruningPass>> variants{std::nullopt};
     for (std::size_t p = 0; p < kPruningPassCount; ++p) variants.emplace_back(static_cast<PruningPass>(p));
