@@ -1,4 +1,4 @@
-// The second budget of a strategy that offloads model states (issue 23; memory-model.md §6.3):
+// The second budget of a strategy that offloads model states (issue 23; memory-model.md §6.4):
 // each rank's offloaded states must fit in its device's share of the node's host memory, less
 // what the rank's own process and the OS keep there.
 #pragma once

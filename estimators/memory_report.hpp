@@ -16,7 +16,7 @@ struct StageMemory {
   // Static (§6).
   double weights = 0, grads = 0, optimizer = 0, gathered = 0, fp8_cache = 0;
   double deferred_grads = 0;  // unsharded gradients held through the backward passes (ruling 10)
-  double host = 0;            // offloaded model states, in host memory per rank (§6.3)
+  double host = 0;            // offloaded model states, in host memory per rank (§6.4)
   // Activations (§7, §8).
   std::vector<double> chunk_bytes;           // A(i,c)
   std::vector<std::int64_t> chunk_inflight;  // n(i,c) at the peak
@@ -48,7 +48,7 @@ struct MemoryReport {
   // max_i of the device total with the static total in place of M_alloc: a floor of the peak of
   // every strategy with the same model states and overheads (the search's ZeRO-setting bound).
   double static_floor = 0;
-  // Host memory (§6.3), checked only when the strategy offloads: the largest stage's offloaded
+  // Host memory (§6.4), checked only when the strategy offloads: the largest stage's offloaded
   // states per rank, what a device's share of host memory leaves them, and whether they fit.
   // `fits` above holds both budgets.
   double host_peak = 0;

@@ -45,7 +45,7 @@ RankParams rank_params(const LayerParams& p, const Strategy& s) {
 
 namespace {
 
-// §6.3: offloaded states leave the device for the host. A CPU optimizer steps fp32 parameters on
+// §6.4: offloaded states leave the device for the host. A CPU optimizer steps fp32 parameters on
 // fp32 gradients: DeepSpeed's DeepSpeedCPUAdam takes an fp32 gradient partition and the fp32 master
 // (stage_1_and_2.py keeps `single_partition_of_fp32_groups` on the CPU), Megatron's
 // HybridDeviceOptimizer copies grads into fp32 CPU tensors, FSDP2's CPUOffloadPolicy moves the

@@ -73,7 +73,7 @@ struct ModelStates {
   double total() const { return weights + grads + optimizer + gathered + fp8_cache; }
 };
 // `keep_gathered`: ZeRO-3 without resharding keeps every gathered parameter (§6.1). Offloaded
-// states (z.offload) move from the device to `host` (memory-model.md §6.3).
+// states (z.offload) move from the device to `host` (memory-model.md §6.4).
 ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& run, bool table, bool keep_gathered);
 
 // Whether ZeRO-3 reshards after the forward, resolved from the framework profile (§2.4).

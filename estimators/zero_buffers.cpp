@@ -56,7 +56,7 @@ double grad_bucket_transient(double largest_reduce_buffers, const Strategy& s, c
 double optimizer_step_transient(const ModelStates& states, const Strategy& s, const Run& run) {
   // Megatron's fp32 copy of the shard's gradients (FrameworkProfile::step_casts_grads_to_fp32).
   const double cast = run.profile.step_casts_grads_to_fp32 && run.precision.beta_G < 4 ? 4 : 0;
-  // An offloaded optimizer steps on the host: its temporaries are host memory (§6.3).
+  // An offloaded optimizer steps on the host: its temporaries are host memory (§6.4).
   const double per_element = s.offload == Offload::none ? run.options.optimizer_step_temp_bytes_per_param + cast : 0;
   return per_element * states.optimizer_elements +
          (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);

@@ -89,7 +89,8 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
     if ((given & reads) == reads || p == Policy::full_recompute_all) continue;
     reads_of.push_back(reads);
   }
-  constexpr std::uint32_t fixed = kTp | kCp | kPp | kZero | kShardGroup;
+  constexpr std::uint32_t fixed =
+      kTp | kCp | kPp | kZero | kShardGroup | kOffload;  // a ZeRO setting includes its offload
   for (std::size_t k = 0; k < plan.rules.size(); ++k) {
     plan.at[2 * static_cast<std::size_t>(plan.rules[k].level) + (plan.rules[k].reads_b ? 1 : 0)].push_back(k);
     if (plan.rules[k].level == zero_level && !plan.rules[k].reads_b) {

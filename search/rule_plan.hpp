@@ -39,8 +39,8 @@ struct RulePlan {
   // Indices into `rules` (ascending) of the rules of a level, [2·level + reads_b].
   std::array<std::vector<std::size_t>, 2 * kLevels> at{};
   // The ZeRO level's rules without b split by what else they read: `zero_fixed` only the triple
-  // and (z, G) — their outcome per ZeRO setting is found once per triple — `zero_rest` also the
-  // loops between (ep, etp, ...). Together they are at[2·zero_level].
+  // and the ZeRO setting (z, G, offload) — their outcome per ZeRO setting is found once per triple — `zero_rest` also
+  // the loops between (ep, etp, ...). Together they are at[2·zero_level].
   std::vector<std::size_t> zero_fixed, zero_rest;
   // Every zero_rest rule reads only the triple, ep, etp and (z, G): its outcome per (ep, etp, z, G)
   // holds under every (sp, CP algorithm, pass) and is found once per triple.

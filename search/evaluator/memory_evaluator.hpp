@@ -87,7 +87,7 @@ struct StaticSide {
   };
   std::vector<Totals> totals;
   double static_floor = 0;  // the report's static_floor, the largest over the stages
-  double host_peak = 0;     // the largest stage's offloaded states (§6.3), the report's host_peak
+  double host_peak = 0;     // the largest stage's offloaded states (§6.4), the report's host_peak
 };
 
 // The activation side of one strategy: the same for every (z, G).

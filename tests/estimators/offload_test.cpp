@@ -1,4 +1,4 @@
-// Offloaded model states (issue 23; memory-model.md §6.3, search-and-time.md §7.9.1): what leaves
+// Offloaded model states (issue 23; memory-model.md §6.4, search-and-time.md §7.9.1): what leaves
 // the device, what the host holds, the second budget and the time, against hand-computed values.
 #include <doctest/doctest.h>
 

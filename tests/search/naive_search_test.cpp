@@ -45,7 +45,7 @@ Naive naive_search(const SearchSpace& space, std::size_t k) {
           const MemoryReport mem = reference_memory(*space.model, *space.run, *space.cluster, s);
           // The peak times the run's --fit-margin factor for s's recompute mode (1 without one).
           if (!(mem.peak * space.run->options.fit_factor_for(s.recompute) <= budget)) return;
-          // The second budget of offloaded states (memory-model.md §6.3).
+          // The second budget of offloaded states (memory-model.md §6.4).
           const Device& dev = space.cluster->device;
           if (s.offload != Offload::none && !(mem.host_peak <= dev.host_memory - dev.host_reserved)) return;
           const TimeReport time = reference_step_time(*space.model, *space.run, *space.cluster, s);
