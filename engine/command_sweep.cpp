@@ -21,6 +21,7 @@
 #include "engine/input_error.hpp"
 #include "engine/interrupt.hpp"
 #include "engine/json_writer.hpp"
+#include "engine/memory_terms.hpp"
 #include "engine/strategy_string.hpp"
 #include "engine/sweep_file.hpp"
 #include "engine/sweep_report.hpp"
@@ -53,38 +54,34 @@ PointResult result_of(std::int64_t index, const SweepPoint& p, const CheckResult
   } else {
     x.reason = r.reason;
   }
+  for (const auto& f : r.front) {
+    x.front.push_back(
+        {strategy_to_string(f.strategy), f.step_s, f.tokens_per_sec_per_device, f.peak_bytes / kGiB, f.mfu});
+  }
   return x;
-}
-
-void write_point_json(JsonWriter& j, const PointResult& x) {
-  j.begin_object()
-      .field("index", x.index)
-      .field("model", x.model)
-      .field("device", x.device)
-      .field("devices", x.devices)
-      .field("seq", x.seq)
-      .field("global_batch", x.global_batch)
-      .field("status", x.status)
-      .field("strategy_string", x.strategy);
-  j.field("step_time_s", x.step_s).field("tokens_per_sec_per_device", x.tokens_per_sec);
-  j.field("peak_memory_gib", x.peak_gib);
-  j.field("reason", x.reason).end_object();
 }
 
 // `complete`: every point of the share (of the sweep, without a shard) is there; an interrupted
 // run says false, so that no reader takes a partial result for a whole one.
+// `keep` is written only when it is not the default, so that a sweep without one writes what it
+// wrote before `keep` existed.
 void write_sweep_json(const std::string& source, const std::string& fingerprint, std::int64_t total,
-                      const std::vector<PointResult>& points, const std::string& shard, std::ostream& out,
-                      bool complete) {
+                      const SweepKeep& keep, const std::vector<PointResult>& points, const std::string& shard,
+                      std::ostream& out, bool complete) {
   JsonWriter j(out);
   j.begin_object().field("schema_version", static_cast<std::int64_t>(kSweepSchemaVersion));
   j.field("sweep", source).field("fingerprint", fingerprint).field("points_total", total);
+  if (!keep.is_default()) {
+    j.key("keep").begin_array();
+    for (const auto& name : keep.names()) j.value(name);
+    j.end_array();
+  }
   if (!shard.empty()) j.field("shard", shard);
   j.field("complete", complete);
   j.key("points").begin_array();
-  for (const auto& x : points) write_point_json(j, x);
+  for (const auto& x : points) write_point_json(j, x, keep);
   j.end_array();
-  if (shard.empty() && complete) {
+  if (shard.empty() && complete && keep.smallest) {
     j.key("smallest").begin_array();
     for (const auto& s : smallest_counts(points)) {
       j.begin_object().field("model", s.model).field("device", s.device).field("seq", s.seq);
@@ -103,27 +100,48 @@ std::string csv_field(const std::string& text) {
   return q + "\"";
 }
 
-void write_sweep_csv(const std::vector<PointResult>& points, std::ostream& out) {
-  out << "index,model,device,devices,seq,global_batch,status,strategy,step_time_s,tokens_per_sec_per_device,"
-         "peak_memory_gib\n";
+// One row per point: the best strategy's columns when the sweep keeps it, the size of the front
+// when it keeps that (the front itself is in the JSON).
+void write_sweep_csv(const SweepKeep& keep, const std::vector<PointResult>& points, std::ostream& out) {
+  out << "index,model,device,devices,seq,global_batch,status";
+  if (keep.best) out << ",strategy,step_time_s,tokens_per_sec_per_device,peak_memory_gib";
+  if (keep.front) out << ",front_size";
+  out << '\n';
   auto num = [](const std::optional<double>& v, int d) { return v ? fixed(*v, d) : std::string(); };
   for (const auto& x : points) {
     out << x.index << ',' << csv_field(x.model) << ',' << csv_field(x.device) << ',' << x.devices << ',' << x.seq << ','
-        << x.global_batch << ',' << x.status << ',' << csv_field(x.strategy) << ',' << num(x.step_s, 6) << ','
-        << num(x.tokens_per_sec, 3) << ',' << num(x.peak_gib, 4) << '\n';
+        << x.global_batch << ',' << x.status;
+    if (keep.best) {
+      out << ',' << csv_field(x.strategy) << ',' << num(x.step_s, 6) << ',' << num(x.tokens_per_sec, 3) << ','
+          << num(x.peak_gib, 4);
+    }
+    if (keep.front) out << ',' << x.front.size();
+    out << '\n';
   }
 }
 
-void write_sweep_table(const std::vector<PointResult>& points, std::ostream& out) {
+void write_sweep_table(const SweepKeep& keep, const std::vector<PointResult>& points, std::ostream& out) {
   TextTable t;
-  t.row({"model", "device", "N", "seq", "gb", "", "step s", "peak GiB", "best strategy or reason"});
+  std::vector<std::string> head = {"model", "device", "N", "seq", "gb", ""};
+  if (keep.best) head.insert(head.end(), {"step s", "peak GiB"});
+  if (keep.front) head.emplace_back("front");
+  head.emplace_back(keep.best ? "best strategy or reason" : "reason");
+  t.row(head);
   for (const auto& x : points) {
-    t.row({printable(std::filesystem::path(x.model).filename().string()), printable(x.device),
-           std::to_string(x.devices), std::to_string(x.seq), std::to_string(x.global_batch), x.status,
-           x.step_s ? fixed(*x.step_s, 3) : "-", x.peak_gib ? fixed(*x.peak_gib, 2) : "-",
-           x.status == "fits" ? x.strategy : x.reason.substr(0, 80)});
+    std::vector<std::string> row = {printable(std::filesystem::path(x.model).filename().string()),
+                                    printable(x.device),
+                                    std::to_string(x.devices),
+                                    std::to_string(x.seq),
+                                    std::to_string(x.global_batch),
+                                    x.status};
+    if (keep.best)
+      row.insert(row.end(), {x.step_s ? fixed(*x.step_s, 3) : "-", x.peak_gib ? fixed(*x.peak_gib, 2) : "-"});
+    if (keep.front) row.push_back(std::to_string(x.front.size()));
+    row.push_back(x.status == "fits" ? (keep.best ? x.strategy : std::string()) : x.reason.substr(0, 80));
+    t.row(row);
   }
   t.print(out);
+  if (!keep.smallest) return;
   out << "\nsmallest device count with a fitting strategy:\n";
   for (const auto& s : smallest_counts(points)) {
     out << "  " << printable(s.model) << " on " << printable(s.device) << ", seq " << s.seq << ", gb " << s.global_batch
@@ -165,6 +183,7 @@ SweepRun run_points(const Sweep& sw, const std::vector<std::size_t>& todo, bool 
 struct ResultFile {
   std::string source, fingerprint;
   std::int64_t total = -1;
+  SweepKeep keep;
   std::map<std::int64_t, PointResult> points;
 };
 
@@ -172,31 +191,23 @@ void read_result_file(const std::string& path, ResultFile& into, const std::stri
   const Fields top(load_yaml_file(path), path);
   const std::string fp = top.optional_string("fingerprint").value_or("");
   const std::int64_t t = top.required_int("points_total", 0);
+  const SweepKeep keep = top.has("keep") ? read_keep(top, "keep") : SweepKeep{};
   if (into.total < 0) {
     into.source = top.optional_string("sweep").value_or("");
     into.fingerprint = fp;
     into.total = t;
+    into.keep = keep;
   } else if (fp != into.fingerprint || t != into.total) {
     top.fail("fingerprint", "a shard of another sweep (" + fp + ", " + std::to_string(t) + " points) than " + first +
                                 "'s (" + into.fingerprint + ", " + std::to_string(into.total) + ")");
+  } else if (keep != into.keep) {
+    top.fail("keep", "a shard keeping " + keep.text() + ", but " + first + " keeps " + into.keep.text());
   }
   const YAML::Node list = top.raw("points");
   if (!list.IsSequence()) top.fail("points", "expected a list");
   for (std::size_t i = 0; i < list.size(); ++i) {
     const Fields p(list[i], path, "points[" + std::to_string(i) + "]");
-    PointResult x;
-    x.index = p.required_int("index", 0);
-    x.model = p.optional_string("model").value_or("");
-    x.device = p.optional_string("device").value_or("");
-    x.devices = p.required_int("devices");
-    x.seq = p.required_int("seq");
-    x.global_batch = p.required_int("global_batch");
-    x.status = p.optional_string("status").value_or("");
-    x.strategy = p.optional_string("strategy_string").value_or("");
-    x.step_s = p.optional_number("step_time_s", 0, 1e300);
-    x.tokens_per_sec = p.optional_number("tokens_per_sec_per_device", 0, 1e300);
-    x.peak_gib = p.optional_number("peak_memory_gib", 0, 1e300);
-    x.reason = p.optional_string("reason").value_or("");
+    const PointResult x = read_point_json(p, into.keep);
     if (x.index >= into.total) p.fail("index", "expected below points_total " + std::to_string(into.total));
     if (!into.points.emplace(x.index, x).second) {
       p.fail("index", "point " + std::to_string(x.index) + " is in two shards");
@@ -253,12 +264,18 @@ int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::
     throw InputError("command line", "--resume", "a resumed sweep is written as JSON (--format json)");
   }
   const Sweep sw = read_sweep(file);
+  if (!html.empty() && !sw.keep.best) {
+    throw InputError(file, "keep", "the --html page charts each point's best strategy: keep best as well");
+  }
   const auto total = static_cast<std::int64_t>(sw.points.size());
   ResultFile done;
   if (!resume.empty()) {
     read_result_file(resume, done, resume);
     if (done.fingerprint != sw.fingerprint() || done.total != total) {
       throw InputError(resume, "fingerprint", "the result of another sweep than " + file);
+    }
+    if (done.keep != sw.keep) {
+      throw InputError(resume, "keep", "keeps " + done.keep.text() + ", but " + file + " keeps " + sw.keep.text());
     }
   }
   std::vector<std::size_t> mine, todo;  // this share's points, and those not yet in `done`
@@ -283,14 +300,14 @@ int command_sweep(const std::vector<std::string>& args, std::ostream& out, std::
   }
   std::ostringstream text;
   if (format == OutputFormat::json) {
-    write_sweep_json(sw.source, sw.fingerprint(), total, points, shard.empty() ? "" : shard, text,
+    write_sweep_json(sw.source, sw.fingerprint(), total, sw.keep, points, shard.empty() ? "" : shard, text,
                      points.size() == mine.size());
   } else if (format == OutputFormat::csv) {
     if (ran.interrupted) text << "# INTERRUPTED: the rows below cover only the points searched\n";
-    write_sweep_csv(points, text);
+    write_sweep_csv(sw.keep, points, text);
   } else {
     if (ran.interrupted) text << "INTERRUPTED: the rows below cover only the points searched\n";
-    write_sweep_table(points, text);
+    write_sweep_table(sw.keep, points, text);
   }
   if (output.empty()) {
     out << text.str();
@@ -336,7 +353,7 @@ int command_merge(const std::vector<std::string>& args, std::ostream& out, std::
   all.reserve(points.size());
   for (auto& [i, x] : points) all.push_back(std::move(x));
   std::ostringstream text;
-  write_sweep_json(source, fingerprint, total, all, "", text, true);
+  write_sweep_json(source, fingerprint, total, whole.keep, all, "", text, true);
   if (output.empty()) {
     out << text.str();
   } else {
