@@ -192,8 +192,8 @@ std::map<std::size_t, std::string> serve(const SweepRanks::Job& job, int size) {
   return results;
 }
 
-// Every other rank: asks for as many points as it has idle threads, searches them, sends each
-// result back, and says it is done once rank 0 has no more to give.
+// Every other rank: asks for as many points as it has idle threads (and one), searches them, sends
+// each result back, and says it is done once rank 0 has no more to give.
 void work(const SweepRanks::Job& job, int rank) {
   LocalRunner local(job.search, thread_count(job.threads));
   bool asked = false, closed = false, stopped = false;
@@ -218,9 +218,13 @@ void work(const SweepRanks::Job& job, int rank) {
         if (given.empty()) closed = true;
         for (auto index : given) local.start(static_cast<std::size_t>(index));
       }
-      const std::size_t running = local.running();
-      if (!closed && !asked && running < local.threads()) {
-        send_int(static_cast<std::int64_t>(local.threads() - running), 0, kAsk);
+      // One point more than threads: a thread that finishes starts the next at once, not after a
+      // round trip to rank 0 (a millisecond or two a point: without it 2 ranks of one thread took
+      // 24.2 s over benchmarks/sweep_ranks_benchmark.py's sweep, with it 20.1 s); at the end a
+      // rank holds at most one point, one of the smallest, that another could have run.
+      const std::size_t running = local.running(), wanted = local.threads() + 1;
+      if (!closed && !asked && running < wanted) {
+        send_int(static_cast<std::int64_t>(wanted - running), 0, kAsk);
         asked = true;
       }
       if (closed && !asked && running == 0) {
