@@ -212,16 +212,13 @@ SweepRun run_ranked(SweepRanks& ranks, const Sweep& sw, const std::vector<std::s
         j, result_of(static_cast<std::int64_t>(i), sw.points[i], run_check(sw.points[i].entry, &workspace)), sw.keep);
     return json.str();
   };
-  auto parsed = [&](const std::map<std::size_t, std::string>& got) {
-    std::map<std::size_t, PointResult> out;
-    for (const auto& [i, json] : got) {
-      const std::string source = "the result of point " + std::to_string(i);
-      out.emplace(i, read_point_json(Fields(parse_yaml_text(json, source), source), sw.keep));
-    }
-    return out;
-  };
+  SweepRun run;
   if (ranks.rank() == 0) {
     job.order = biggest_first(todo, sweep_costs(sw, todo));
+    job.receive = [&](std::size_t i, const std::string& json) {
+      const std::string source = "the result of point " + std::to_string(i);
+      run.results.emplace(i, read_point_json(Fields(parse_yaml_text(json, source), source), sw.keep));
+    };
     job.progress = [&](std::size_t now, const std::vector<std::size_t>& per_rank) {
       if (quiet || !progress_due(now, todo.size())) return;
       err << "meshfit sweep: " << now << " / " << todo.size() << " points (";
@@ -234,14 +231,13 @@ SweepRun run_ranked(SweepRanks& ranks, const Sweep& sw, const std::vector<std::s
       }
       err << ")\n";
     };
-    job.write_interrupted = [&](const std::map<std::size_t, std::string>& got) {
-      err << "meshfit sweep: interrupted: writing the " << got.size() << " of " << todo.size()
+    job.write_interrupted = [&] {
+      err << "meshfit sweep: interrupted: writing the " << run.results.size() << " of " << todo.size()
           << " points back so far, marked incomplete; ending every rank\n";
-      write_interrupted(parsed(got));
+      write_interrupted(run.results);
     };
   }
-  SweepRun run;
-  run.results = parsed(ranks.run(job));
+  ranks.run(job);
   return run;
 }
 

@@ -24,6 +24,7 @@
 #include <exception>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <utility>
 
 #include "engine/interrupt.hpp"
@@ -123,24 +124,23 @@ std::size_t thread_count(std::size_t asked) {
 
 // Rank 0: hands out the queue (its own runner first takes what its free threads can), gathers the
 // results, and stops when every point is back and every other rank has said it is done.
-std::map<std::size_t, std::string> serve(const SweepRanks::Job& job, int size) {
+void serve(const SweepRanks::Job& job, int size) {
   LocalRunner local(job.search, thread_count(job.threads));
-  std::map<std::size_t, std::string> results;
+  std::set<std::size_t> back;
   std::vector<std::size_t> per_rank(static_cast<std::size_t>(size), 0);
   std::size_t next = 0;
   int done = 0;
   bool stopped = false;
-  auto record = [&](int from, std::size_t index, std::string json) {
-    if (!results.emplace(index, std::move(json)).second) {
-      throw std::logic_error("point " + std::to_string(index) + " came back twice");
-    }
+  auto record = [&](int from, std::size_t index, const std::string& json) {
+    if (!back.insert(index).second) throw std::logic_error("point " + std::to_string(index) + " came back twice");
+    job.receive(index, json);
     ++per_rank[static_cast<std::size_t>(from)];
-    if (job.progress) job.progress(results.size(), per_rank);
+    if (job.progress) job.progress(back.size(), per_rank);
   };
   // What has come back is written, marked incomplete; then every rank ends, this one too.
   auto end_interrupted = [&](int code) {
     try {
-      job.write_interrupted(results);
+      job.write_interrupted();
     } catch (const std::exception& e) {
       std::cerr << "meshfit sweep: error: " << e.what() << '\n';
     }
@@ -151,7 +151,7 @@ std::map<std::size_t, std::string> serve(const SweepRanks::Job& job, int size) {
   try {
     while (true) {
       while (next < job.order.size() && local.running() < local.threads()) local.start(job.order[next++]);
-      for (auto& [index, json] : local.take_finished()) record(0, index, std::move(json));
+      for (const auto& [index, json] : local.take_finished()) record(0, index, json);
       int flag = 0;
       MPI_Status st;
       while (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st) == MPI_SUCCESS && flag) {
@@ -183,13 +183,12 @@ std::map<std::size_t, std::string> serve(const SweepRanks::Job& job, int size) {
       if (next == job.order.size() && local.running() == 0 && done == size - 1) break;
       local.wait_a_little();
     }
-    for (auto& [index, json] : local.take_finished()) record(0, index, std::move(json));
-    if (results.size() != job.order.size()) throw std::logic_error("a point did not come back");
+    for (const auto& [index, json] : local.take_finished()) record(0, index, json);
+    if (back.size() != job.order.size()) throw std::logic_error("a point did not come back");
   } catch (const std::exception& e) {
     std::cerr << "meshfit sweep: internal error on rank 0: " << e.what() << '\n';
     end_interrupted(3);
   }
-  return results;
 }
 
 // Every other rank: asks for as many points as it has idle threads (and one), searches them, sends
@@ -261,6 +260,8 @@ SweepRanks::SweepRanks() {
   if (provided < MPI_THREAD_FUNNELED) {
     // The search threads exist beside the main thread (they never call MPI): a library that
     // cannot have them is not one this can run on.
+    std::cerr << "meshfit sweep: this MPI library supports no threads beside MPI's (MPI_THREAD_FUNNELED)\n";
+    std::cerr.flush();
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
 }
@@ -299,12 +300,14 @@ void SweepRanks::barrier() {
   if (active_) MPI_Barrier(MPI_COMM_WORLD);
 }
 
-std::map<std::size_t, std::string> SweepRanks::run(const Job& job) {
+void SweepRanks::run(const Job& job) {
   if (!active_) throw std::logic_error("SweepRanks::run outside an MPI job");
   const InterruptScope interrupt;
-  if (rank_ == 0) return serve(job, size_);
-  work(job, rank_);
-  return {};
+  if (rank_ == 0) {
+    serve(job, size_);
+  } else {
+    work(job, rank_);
+  }
 }
 
 }  // namespace meshfit
@@ -334,9 +337,7 @@ SweepRanks::Agreement SweepRanks::agree(bool failed, const std::string&) {
 
 void SweepRanks::barrier() {}
 
-std::map<std::size_t, std::string> SweepRanks::run(const Job&) {
-  throw std::logic_error("SweepRanks::run in a build without MPI");
-}
+void SweepRanks::run(const Job&) { throw std::logic_error("SweepRanks::run in a build without MPI"); }
 
 }  // namespace meshfit
 

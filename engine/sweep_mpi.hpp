@@ -12,7 +12,6 @@
 
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -51,16 +50,20 @@ class SweepRanks {
     std::vector<std::size_t> order;                  // rank 0: the points to search, in hand-out order
     std::function<std::string(std::size_t)> search;  // one point searched, as its JSON; any thread
     std::size_t threads = 0;                         // this rank's search threads (0: its cores)
-    // Rank 0, on its main thread after each point: points done, and done per rank.
+    // Rank 0, on its main thread, as each point comes back: its index and JSON. Read it then, not
+    // at the end: an interrupted run has about a second to write what came back (mpirun's wait
+    // between SIGTERM and SIGKILL).
+    std::function<void(std::size_t, const std::string&)> receive;
+    // Rank 0, after each point: points done, and done per rank.
     std::function<void(std::size_t, const std::vector<std::size_t>&)> progress;
     // Rank 0, on Ctrl-C (SIGINT or SIGTERM to any rank, which is what mpirun sends every rank when
     // one fails or is itself interrupted): write what has come back, marked incomplete.
-    std::function<void(const std::map<std::size_t, std::string>&)> write_interrupted;
+    std::function<void()> write_interrupted;
   };
-  // Rank 0 returns every point's JSON by index; the others return nothing. On an interrupt rank 0
-  // calls write_interrupted, then ends every rank (MPI_Abort with exit code 130): no return. An
-  // error inside the run ends them too (exit 3), after rank 0 has written what it has.
-  std::map<std::size_t, std::string> run(const Job& job);
+  // Returns once every point of job.order has come back to rank 0 (through `receive`). On an
+  // interrupt rank 0 calls write_interrupted, then ends every rank (MPI_Abort with exit code 130):
+  // no return. An error inside the run ends them too (exit 3), after rank 0 has written what it has.
+  void run(const Job& job);
 
  private:
   bool active_ = false;

@@ -55,25 +55,28 @@ if ranks 4 "$d/none.yaml" >"$d/out" 2>"$d/err"; then exit 1; fi
 # commands with SIGINT ignored), and the signal goes once rank 0 has reported a tenth of the points
 # (waiting up to 600 s: the sanitizer build is slow).
 midway() {  # midway int|kill: checks mpirun's exit code and the file rank 0 wrote
+  err="$d/$1.err"
   # shellcheck disable=SC2086
   env --default-signal=INT "$mpirun" $opts -np 2 "$bin" sweep "$data/medium.yaml" --format json --threads 1 \
-    -o "$d/mid.json" 2>"$d/err" &
+    -o "$d/mid.json" 2>"$err" &
   pid=$!
   i=0
-  until grep -q " / 80 points" "$d/err" || [ $i -ge 6000 ]; do sleep 0.1; i=$((i + 1)); done
+  until grep -q " / 80 points" "$err" 2>/dev/null || [ $i -ge 6000 ]; do sleep 0.1; i=$((i + 1)); done
   if [ "$1" = int ]; then
     kill -INT $pid
   else
+    killed=
     for p in $(pgrep -P $pid); do
-      if tr '\0' '\n' <"/proc/$p/environ" | grep -qx OMPI_COMM_WORLD_RANK=1; then kill -KILL "$p"; fi
+      if tr '\0' '\n' <"/proc/$p/environ" | grep -qx OMPI_COMM_WORLD_RANK=1; then kill -KILL "$p" && killed=$p; fi
     done
+    [ -n "$killed" ] || { echo "kill: no rank 1 among mpirun's children"; kill -KILL $pid; exit 1; }
   fi
   set +e
   wait $pid
   code=$?
   set -e
-  [ "$code" -ne 0 ] || { echo "$1: mpirun exited 0"; cat "$d/err"; exit 1; }
-  grep -q '"complete":false' "$d/mid.json" || { echo "$1: no complete:false"; cat "$d/err"; exit 1; }
+  [ "$code" -ne 0 ] || { echo "$1: mpirun exited 0"; cat "$err"; exit 1; }
+  grep -q '"complete":false' "$d/mid.json" || { echo "$1: no complete:false"; cat "$err"; exit 1; }
   python3 -c 'import json, sys; n = len(json.load(open(sys.argv[1]))["points"]); assert 0 < n < 80, n' "$d/mid.json"
   rm -f "$d/mid.json"
 }
