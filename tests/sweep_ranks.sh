@@ -66,8 +66,13 @@ midway() {  # midway int|kill: checks mpirun's exit code and the file rank 0 wro
     kill -INT $pid
   else
     killed=
-    for p in $(pgrep -P $pid); do
-      if tr '\0' '\n' <"/proc/$p/environ" | grep -qx OMPI_COMM_WORLD_RANK=1; then kill -KILL "$p" && killed=$p; fi
+    for stat in /proc/[0-9]*/stat; do  # mpirun's children (no procps in a bare Debian image)
+      p=${stat#/proc/}
+      p=${p%/stat}
+      [ "$(cut -d' ' -f4 "$stat" 2>/dev/null)" = "$pid" ] || continue
+      if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then
+        kill -KILL "$p" && killed=$p
+      fi
     done
     [ -n "$killed" ] || { echo "kill: no rank 1 among mpirun's children"; kill -KILL $pid; exit 1; }
   fi
