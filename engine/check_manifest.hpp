@@ -31,6 +31,9 @@ struct CheckEntry {
   std::optional<std::string> error;  // why the entry could not be read (status error)
   // Pins and policies of a free entry's search (meshfit sweep's `search` file); null: none.
   std::shared_ptr<const SearchFile> search;
+  // A free entry's search keeps its whole Pareto front (meshfit sweep's `keep: [front]`) rather
+  // than only what finding the fastest strategy needs.
+  bool keep_front = false;
   InputOrigin origin;  // where its fields were written, for the errors found later
 };
 

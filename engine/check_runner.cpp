@@ -95,7 +95,9 @@ void check_free(const CheckEntry& e, const Model& m, const Run& run, const Clust
   }
   SearchOptions options;
   options.top_k = 1;
-  options.best_only = true;  // only the fastest fitting strategy is reported
+  // Only the fastest fitting strategy is reported, unless the entry keeps the front: then every
+  // fitting strategy is estimated (the best-only shortcut skips some of the front's).
+  options.best_only = !e.keep_front;
   options.workspace = workspace;
   options.headroom_bytes = headroom;
   // An expected maximum peak narrows the budget: only strategies under it count.
@@ -108,6 +110,7 @@ void check_free(const CheckEntry& e, const Model& m, const Run& run, const Clust
   }
   r.valid = found.valid;
   r.budget_gib = found.budget / kGiB;
+  if (e.keep_front) r.front = found.front;
   if (found.top.empty()) {
     r.status = CheckStatus::fail;
     r.reason = "no strategy fits the budget " + gib(found.budget / kGiB) + " (" + with_commas(found.valid) +

@@ -11,6 +11,7 @@
 
 #include "engine/check_manifest.hpp"
 #include "estimators/strategy.hpp"
+#include "search/scored_strategy.hpp"
 
 namespace meshfit {
 
@@ -30,8 +31,9 @@ struct CheckResult {
   std::optional<double> peak_gib, budget_gib, step_time_s, tokens_per_sec_per_device;
   std::optional<double> peak_likely_lo_gib, peak_likely_hi_gib;  // p10–p90 (engine/uncertainty.hpp)
   std::int64_t peak_stage = 0;
-  std::vector<std::pair<std::string, double>> terms_gib;          // the peak stage's memory terms
-  std::int64_t valid = 0;                                         // free entries: valid strategies searched
+  std::vector<std::pair<std::string, double>> terms_gib;  // the peak stage's memory terms
+  std::int64_t valid = 0;                                 // free entries: valid strategies searched
+  std::vector<ScoredStrategy> front;  // free entries with keep_front: the Pareto front, fastest first
   std::optional<double> baseline_peak_gib, baseline_step_time_s;  // from --baseline, when compared
   double seconds = 0;
 };

@@ -79,14 +79,22 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   try {
     return it->second.run(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  } catch (const std::exception&) {
+    return report_error(first, std::current_exception(), err);
+  }
+}
+
+int report_error(const std::string& subcommand, const std::exception_ptr& error, std::ostream& err) {
+  try {
+    std::rethrow_exception(error);
   } catch (const UsageError& e) {
     err << printable(e.what()) << '\n';
     return kExitBadInput;
   } catch (const InputError& e) {
-    err << "meshfit " << first << ": error: " << printable(e.what()) << '\n';
+    err << "meshfit " << subcommand << ": error: " << printable(e.what()) << '\n';
     return kExitBadInput;
   } catch (const std::exception& e) {
-    err << "meshfit " << first << ": internal error: " << printable(e.what()) << '\n';
+    err << "meshfit " << subcommand << ": internal error: " << printable(e.what()) << '\n';
     return kExitInternal;
   }
 }

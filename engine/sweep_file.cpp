@@ -53,7 +53,8 @@ std::string Sweep::fingerprint() const {
 
 Sweep read_sweep(const std::string& path) {
   const Fields f(load_yaml_file(path), path);
-  f.reject_unknown({"models", "devices", "device_counts", "seq", "global_batch", "framework", "headroom", "search"});
+  f.reject_unknown(
+      {"models", "devices", "device_counts", "seq", "global_batch", "framework", "headroom", "search", "keep"});
   const std::string dir = std::filesystem::path(path).parent_path().string();
   Sweep sw;
   sw.source = std::filesystem::path(path).filename().string();
@@ -103,6 +104,7 @@ Sweep read_sweep(const std::string& path) {
   for (const auto& b : texts(f, "global_batch", true)) batches.push_back(positive(f, "global_batch", b));
   const std::string framework = f.optional_string("framework").value_or("megatron");
   const std::string headroom = f.optional_string("headroom").value_or("0");
+  if (f.has("keep")) sw.keep = read_keep(f, "keep");
   std::shared_ptr<const SearchFile> search;
   if (const auto s = f.optional_string("search")) {
     search = std::make_shared<const SearchFile>(
@@ -137,6 +139,7 @@ Sweep read_sweep(const std::string& path) {
             e.run.framework = framework;
             e.headroom = headroom;
             e.search = search;
+            e.keep_front = sw.keep.front;
             e.origin.source = path;
             sw.points.push_back(std::move(p));
           }

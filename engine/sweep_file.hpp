@@ -1,7 +1,8 @@
 // `meshfit sweep SWEEP.yaml` (issue 24): axes — models (presets, files or globs), device presets
 // or files, device counts (a list, or a range as --devices takes it), sequence lengths and global
 // batches — and settings every point shares (framework, headroom, a search file of pins and
-// policies). Each point of their product is one free search (as `meshfit check` runs them).
+// policies, what to keep per point). Each point of their product is one free search (as `meshfit
+// check` runs them).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "engine/check_manifest.hpp"
 #include "engine/search_file.hpp"
+#include "engine/sweep_results.hpp"
 
 namespace meshfit {
 
@@ -24,6 +26,7 @@ struct SweepPoint {
 struct Sweep {
   std::string source;              // the file's name, as outputs echo it
   std::vector<SweepPoint> points;  // model, device, seq, global batch, then device count (innermost)
+  SweepKeep keep;                  // what the outputs carry per point (`keep`)
   // A digest of the points' axis values: shards of one sweep carry the same (merge checks it).
   std::string fingerprint() const;
 };

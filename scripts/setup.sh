@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build pkg-config libtbb-dev libyaml-cpp-dev libboost-program-options-dev
           doctest-dev libbenchmark-dev librsvg2-bin libxml2-utils python3)
-# What the test scripts add: Debian's Chromium and its ChromeDriver for the report's browser test.
+# What the test scripts add: Debian's Chromium and its ChromeDriver for the report's browser test,
+# Open MPI for `mpirun meshfit sweep` (without it the build has sweep in one process, and its MPI
+# test is left out).
 read -r -a extra <<<"${MESHFIT_EXTRA_PACKAGES:-}"
 packages+=("${extra[@]}")
 missing=()

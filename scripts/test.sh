@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-MESHFIT_EXTRA_PACKAGES="chromium chromium-driver" BUILD_DIR=build scripts/setup.sh -DMESHFIT_WERROR=ON
+MESHFIT_EXTRA_PACKAGES="chromium chromium-driver libopenmpi-dev openmpi-bin" BUILD_DIR=build scripts/setup.sh -DMESHFIT_WERROR=ON
 ctest --test-dir build --output-on-failure -j 2
