@@ -41,6 +41,7 @@ TrainerConfig hyperparallel_yaml(const Model& m, const Run& run, const Strategy&
     cannot(std::string("its train YAML has no offload setting that meshfit writes (offload=") + to_string(s.offload) +
            ")");
   }
+  if (s.tp_comm_overlap) cannot("its train YAML has no TP communication overlap setting that meshfit writes");
   std::ostringstream out;
   out << "# meshfit strategy: " << strategy_to_string(s) << '\n';
   out << "parallel_config:\n";

@@ -2,7 +2,7 @@
 // --tensor-model-parallel-size, --pipeline-model-parallel-size,
 // --num-layers-per-virtual-pipeline-stage, --context-parallel-size, --cp-comm-type,
 // --pipeline-model-parallel-layout, --hierarchical-context-parallel-sizes, --expert-model-parallel-size,
-// --expert-tensor-parallel-size, --sequence-parallel, --use-distributed-optimizer,
+// --expert-tensor-parallel-size, --sequence-parallel, --tp-comm-overlap, --use-distributed-optimizer,
 // --num-distributed-optimizer-instances, --use-megatron-fsdp with
 // --data-parallel-sharding-strategy, --recompute-granularity/-method/-num-layers,
 // --micro-batch-size, --global-batch-size). Data parallelism is what the world size leaves:
@@ -46,6 +46,9 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
   auto flag = [&](const std::string& name, std::int64_t value) { a.push_back(name + " " + std::to_string(value)); };
   flag("--tensor-model-parallel-size", s.tp);
   if (s.sp && s.tp > 1) a.push_back("--sequence-parallel");
+  // Transformer Engine's userbuffers GEMM overlap (initialize.py's _initialize_tp_communicators);
+  // arguments.py asserts --sequence-parallel with it.
+  if (s.tp_comm_overlap) a.push_back("--tp-comm-overlap");
   flag("--pipeline-model-parallel-size", s.pp);
   // Megatron splits the layers evenly over pp·vpp virtual stages (first/last-stage counts aside);
   // any other split meshfit estimated — an uneven one, or a per-virtual-stage list — is exported

@@ -19,7 +19,8 @@ std::vector<std::pair<std::string, double>> stage_terms(const StageMemory& st) {
           {"communicators", st.communicator_buffers},
           {"workspaces", st.workspaces},
           {"ep_library", st.ep_library},
-          {"fixed_margin", st.fixed_margin}};
+          {"fixed_margin", st.fixed_margin},
+          {"tp_overlap_buffers", st.tp_overlap_buffers}};
 }
 
 std::pair<std::string, double> dominant_term(const StageMemory& st) {

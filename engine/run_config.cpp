@@ -59,6 +59,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.unfused_score_bytes_forward = f.optional_number("unfused_score_bytes_forward", 0, 1000).value_or(0);
   p.unfused_score_bytes_backward = f.optional_number("unfused_score_bytes_backward", 0, 1000).value_or(0);
   p.fp8_gemm_speedup = f.optional_number("fp8_gemm_speedup", 1e-3, 10).value_or(1);
+  p.tp_overlap_efficiency = f.optional_number("tp_overlap_efficiency", 0, 1).value_or(1);
   p.step_casts_grads_to_fp32 = f.optional_bool("step_casts_grads_to_fp32").value_or(false);
   p.fused_swiglu = f.optional_bool("fused_swiglu").value_or(true);
   p.moe_fp32_combine = f.optional_bool("moe_fp32_combine").value_or(false);

@@ -12,9 +12,21 @@ namespace meshfit {
 
 namespace {
 
-const char* const kDimensionKeys[] = {
-    "tp", "sp",  "cp",         "cp_algo",     "pp",      "vpp",       "pp_schedule",
-    "ep", "etp", "zero_stage", "shard_group", "offload", "recompute", "micro_batch_size"};
+const char* const kDimensionKeys[] = {"tp",
+                                      "sp",
+                                      "cp",
+                                      "cp_algo",
+                                      "pp",
+                                      "vpp",
+                                      "pp_schedule",
+                                      "ep",
+                                      "etp",
+                                      "zero_stage",
+                                      "shard_group",
+                                      "offload",
+                                      "recompute",
+                                      "micro_batch_size",
+                                      "tp_comm_overlap"};
 
 // The strategy object's names (cli.md) and the flags' short forms.
 std::string canonical(const std::string& key) {
@@ -121,6 +133,8 @@ SearchFile load_search_file(const std::string& path) {
     p.offload = names<Offload>(
         f, "offload", {{"none", Offload::none}, {"optimizer", Offload::optimizer}, {"params", Offload::params}});
   }
+  if (f.has("tp_comm_overlap"))
+    p.tp_comm_overlap = names<bool>(f, "tp_comm_overlap", {{"true", true}, {"false", false}});
   if (f.has("recompute")) {
     p.recompute = names<Recompute>(
         f, "recompute", {{"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}});

@@ -62,6 +62,8 @@ void add_pin_options(po::options_description& desc, PinFlags& f) {
       "schedule", po::value(&f.schedule), "1f1b, interleaved_1f1b, gpipe, zb_h1, dualpipev")(
       "recompute", po::value(&f.recompute), "none, selective, full")(
       "offload", po::value(&f.offload), "also search offload: none, optimizer, params (default none only)")(
+      "tp-comm-overlap", po::value(&f.tp_comm_overlap),
+      "also search TP communication overlap: false, true or both (default false only)")(
       "policies", po::value(&f.policies), "switch policies: tp_in_node=off,even_split=on,...");
 }
 
@@ -101,6 +103,10 @@ void apply_pin_flags(const PinFlags& f, Pins& pins, PolicySet& policies) {
     pins.offload =
         name_list<Offload>("--offload", f.offload,
                            {{"none", Offload::none}, {"optimizer", Offload::optimizer}, {"params", Offload::params}});
+  }
+  if (f.tp_comm_overlap == "both") pins.tp_comm_overlap = {false, true};
+  if (!f.tp_comm_overlap.empty() && f.tp_comm_overlap != "both") {
+    pins.tp_comm_overlap = name_list<bool>("--tp-comm-overlap", f.tp_comm_overlap, {{"true", true}, {"false", false}});
   }
   if (!f.policies.empty()) {
     std::stringstream in(f.policies);

@@ -11,7 +11,8 @@
 namespace meshfit {
 
 struct PinFlags {
-  std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, offload, policies;
+  std::string tp, cp, pp, vpp, ep, etp, zero, shard_group, mbs, sp, cp_algo, schedule, recompute, offload,
+      tp_comm_overlap, policies;
 };
 
 void add_pin_options(po::options_description& desc, PinFlags& flags);

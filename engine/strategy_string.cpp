@@ -21,6 +21,7 @@ const std::vector<std::string>& known_keys() {
   static const std::vector<std::string> keys = {"dp",
                                                 "tp",
                                                 "sp",
+                                                "tp_comm_overlap",
                                                 "pp",
                                                 "vpp",
                                                 "pp_schedule",
@@ -135,6 +136,9 @@ void read_degrees(const StrategyFields& f, const Cluster& cluster, Strategy& s, 
   if (f.has("ep")) s.ep = degree("ep");
   if (f.has("etp")) s.etp = degree("etp");
   if (f.has("sp")) s.sp = named<bool>(f, "sp", {{"true", true}, {"false", false}}, "true or false");
+  if (f.has("tp_comm_overlap")) {
+    s.tp_comm_overlap = named<bool>(f, "tp_comm_overlap", {{"true", true}, {"false", false}}, "true or false");
+  }
   if (s.sp && s.tp == 1) {  // H7: canonicalised
     warnings.push_back("sp=true with tp=1 has no effect; treated as sp=false");
     s.sp = false;
@@ -260,7 +264,8 @@ Strategy parse_strategy(const std::string& given, const Model& m, const Run& run
 }
 
 void write_strategy_json(JsonWriter& j, const Strategy& s) {
-  j.begin_object().field("dp", s.dp).field("tp", s.tp).field("sp", s.sp).field("pp", s.pp).field("vpp", s.vpp);
+  j.begin_object().field("dp", s.dp).field("tp", s.tp).field("sp", s.sp).field("tp_comm_overlap", s.tp_comm_overlap);
+  j.field("pp", s.pp).field("vpp", s.vpp);
   j.key("pp_schedule");
   if (s.schedule == Schedule::none)
     j.null();
@@ -293,6 +298,7 @@ std::vector<StrategyDim> strategy_dims(const Strategy& s) {
       {"dp", num(s.dp), false},
       {"tp", num(s.tp), false},
       {"sp", s.sp ? "true" : "false", !s.sp},
+      {"tp_comm_overlap", s.tp_comm_overlap ? "true" : "false", !s.tp_comm_overlap},
       {"pp", num(s.pp), false},
       {"vpp", num(s.vpp), s.vpp == implied_vpp},
       {"schedule", s.schedule == Schedule::none ? "none" : to_string(s.schedule), s.schedule == implied},

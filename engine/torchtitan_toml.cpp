@@ -93,6 +93,11 @@ TrainerConfig torchtitan_toml(const Model& m, const Run& run, const Strategy& s)
           : half == "bf16" ? "bfloat16"
                            : "float32")
       << "\"\n";
+  // AsyncTP: torchtitan's CompileConfig (config/configs.py) pipelines the TP collectives with their
+  // matmuls, and refuses it unless the model is compiled.
+  if (s.tp_comm_overlap) {
+    out << "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\nenable_async_tensor_parallel = true\n";
+  }
   TrainerConfig r;
   r.text = out.str();
   return r;

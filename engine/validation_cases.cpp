@@ -256,6 +256,11 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   }
   // So is torchao float8's scaling recipe ("float8 rowwise", "float8 tensorwise").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
+  // And torchtitan's AsyncTP, its TP communication overlap (the strategy's tp_comm_overlap).
+  if (other.find("asynctp") != std::string::npos || other.find("async tp") != std::string::npos) {
+    vc.strategy.tp_comm_overlap = true;  // read_case_strategy keeps it where TP has SP
+    notes.push_back("features.other AsyncTP -> tp_comm_overlap");
+  }
   // The communication the source states it overlapped with compute (README's
   // features.comm_overlap): tp hides the TP/SP collectives (Megatron's --tp-comm-overlap,
   // Transformer Engine's userbuffers GEMM overlap; torchtitan's AsyncTP), pp the pipeline's
@@ -269,7 +274,7 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
     for (const YAML::Node& item : list) {
       const std::string what = item.IsScalar() ? item.Scalar() : "";
       if (what == "tp")
-        vc.run.options.tp_overlap_decomposed = true;
+        vc.strategy.tp_comm_overlap = true;  // read_case_strategy keeps it where TP has SP
       else if (what == "pp")
         vc.run.options.pp_overlap = true;
       else if (what == "dp")
@@ -343,6 +348,12 @@ void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& 
   st.shard_group = st.zero >= 1 ? s.optional_int("shard_group").value_or(st.dp * st.cp) : 1;
   if (const auto reshard = s.optional_bool("reshard_after_forward")) {
     vc.run.profile.reshard_after_forward = *reshard ? ReshardAfterForward::on : ReshardAfterForward::off;
+  }
+  // comm_overlap [tp] (read_case_run): Megatron and torchtitan decompose the TP collectives only
+  // of sequence-parallel layers (H25).
+  if (st.tp_comm_overlap && !(st.tp > 1 && st.sp)) {
+    st.tp_comm_overlap = false;
+    notes.push_back("comm_overlap tp without tp > 1 and SP -> no TP overlap");
   }
   st.micro_batch = r.optional_int("micro_batch_size").value_or(1);  // as read_case_run reads it
   if (const auto m = r.optional_int("num_microbatches")) {

@@ -148,13 +148,16 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     } else {
       forward = 2 * all_reduce(tp, S);
     }
-    if (o.tp_overlap_decomposed) {
+    if (s.tp_comm_overlap) {
       // Collective and dependent GEMM each cut into tp pieces and pipelined (Wang et al., ASPLOS
       // 2023, "Overlap Communication with Dependent Computation via Decomposition"; Transformer
       // Engine's userbuffers overlap, PyTorch's AsyncTP): the first piece's collective waits, the
       // others hide behind the GEMM pieces as far as those last.
+      // The framework realises the share ω_d of that ideal hiding (its pieces synchronise at
+      // every step and share HBM and NVLink with the GEMM pieces; FrameworkProfile).
       const double tpd = static_cast<double>(s.tp), gemm = t.projection_forward;
-      forward = forward / tpd + std::max(0.0, forward - gemm) * (tpd - 1) / tpd;
+      const double ideal = forward / tpd + std::max(0.0, forward - gemm) * (tpd - 1) / tpd;
+      forward -= run.profile.tp_overlap_efficiency * (forward - ideal);
     }
     forward *= 1 - o.tp_overlap;  // §7.6: ω_tp hidden
     t.tp_forward = forward;

@@ -32,6 +32,7 @@ struct StageMemory {
   double allocated = 0, reserved = 0;
   std::int64_t communicators = 0;  // n_comm
   double cuda_context = 0, communicator_buffers = 0, workspaces = 0, ep_library = 0, fixed_margin = 0;
+  double tp_overlap_buffers = 0;  // O_tpo (tp_overlap_buffers.hpp), set before stage_totals
   double device = 0;
 
   double static_total() const { return weights + grads + optimizer + gathered + fp8_cache; }

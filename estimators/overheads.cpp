@@ -33,7 +33,9 @@ double stage_totals(StageMemory& st, const Device& dev, bool has_moe) {
   st.workspaces = dev.overhead_workspaces;
   st.ep_library = has_moe ? dev.overhead_ep_library : 0;
   st.fixed_margin = dev.overhead_fixed;
-  st.device = st.reserved + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library + st.fixed_margin;
+  st.device = st.reserved + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
+              st.fixed_margin + st.tp_overlap_buffers;
+  // O_tpo grows with the micro-batch size, which the floor must not read (it is ≥ 0).
   return stat * (1 + dev.fragmentation) + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
          st.fixed_margin;
 }

@@ -19,7 +19,7 @@ struct StageGroups {
 std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const StageGroups& g);
 
 // §11's totals of a stage whose terms are set (model states, deferred gradients, activations,
-// transient, step transient, communicators): M_alloc (the backward or the optimizer-step phase),
+// transient, step transient, communicators, O_tpo): M_alloc (the backward or the optimizer-step phase),
 // M_reserved, the overheads outside the allocator and M_device. Returns the stage's static floor
 // (its model states in place of M_alloc), the search's ZeRO-setting bound.
 double stage_totals(StageMemory& st, const Device& dev, bool has_moe);

@@ -19,6 +19,7 @@
 #include "estimators/rules_profile.hpp"
 #include "estimators/sapp_nd_rules.hpp"
 #include "estimators/strategy_rules.hpp"
+#include "estimators/tp_overlap_buffers.hpp"
 #include "estimators/zero_buffers.hpp"
 
 namespace meshfit {
@@ -377,6 +378,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     // §11: totals.
     const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && t.split_ends && (st.embedding || st.head)};
     st.communicators = communicator_count(s, m.is_moe(), groups);
+    st.tp_overlap_buffers = tp_overlap_buffer_bytes(m, run, s);
     report.static_floor = std::max(report.static_floor, stage_totals(st, dev, has_moe));
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;

@@ -74,6 +74,9 @@ struct FrameworkProfile {
   double unfused_score_bytes_forward = 0, unfused_score_bytes_backward = 0;
   double fp8_gemm_speedup = 1.0;          // FP8 linear GEMMs against bf16, net of the casts
   double fp8_rowwise_gemm_speedup = 1.0;  // the same with rowwise scales (Fp8Scaling::rowwise)
+  // ω_d: the share of the ideal decomposed TP overlap (tp_comm_overlap; search-and-time.md §7.5)
+  // that the framework's implementation realises, calibrated on paired runs with and without it.
+  double tp_overlap_efficiency = 1.0;
   // The optimizer step casts each local shard's gradients to fp32 when they are kept in fewer
   // bytes: Megatron-Core's optimizers (distrib_optimizer.py and optimizer.py,
   // _copy_model_grads_to_main_grads: `main_param.grad = shard_model_grad.float()`).
@@ -150,10 +153,8 @@ struct RunOptions {
   // Overlap switches of search-and-time.md §7.6: the exposed fractions 1 − ω of TP and EP
   // collectives, the CP ring hidden behind the attention core, PP point-to-point hidden
   // (Megatron's overlap_p2p_comm), DualPipeV's pairing, and the DP/ZeRO windows.
+  // (TP collectives decomposed and pipelined with their GEMMs are the strategy's tp_comm_overlap.)
   double tp_overlap = 0, ep_overlap = 0;
-  // TP collectives decomposed and pipelined with their GEMMs (layer_time.cpp): Megatron's
-  // --tp-comm-overlap, torchtitan's AsyncTP.
-  bool tp_overlap_decomposed = false;
   bool cp_overlap = true, pp_overlap = false, dualpipe_overlap = true, dp_overlap = true;
   bool latency_tree = false;   // §7.4 latency_model: ring (false) or tree
   bool mla_cp_latent = false;  // §7.5: the CP ring passes MLA's compressed latent

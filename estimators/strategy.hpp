@@ -20,6 +20,9 @@ struct Strategy {
   std::int64_t dp = 1;
   std::int64_t tp = 1;
   bool sp = false;
+  // TP collectives decomposed and pipelined with their GEMMs (search-and-time.md §7.5, memory-model.md
+  // §11): Megatron's --tp-comm-overlap (Transformer Engine's userbuffers), torchtitan's AsyncTP.
+  bool tp_comm_overlap = false;
   std::int64_t pp = 1;
   std::int64_t vpp = 1;  // v, model chunks per pipeline rank
   Schedule schedule = Schedule::none;
@@ -49,8 +52,9 @@ struct Strategy {
 // micro-batch size and count: what the search's memos and micro-batch runs are kept per. Field by
 // field (no copies): it is on the scoring hot path.
 inline bool same_node(const Strategy& a, const Strategy& b) {
-  return a.dp == b.dp && a.tp == b.tp && a.sp == b.sp && a.pp == b.pp && a.vpp == b.vpp && a.schedule == b.schedule &&
-         a.cp == b.cp && a.cp_algo == b.cp_algo && a.cp_u == b.cp_u && a.ep == b.ep && a.etp == b.etp;
+  return a.dp == b.dp && a.tp == b.tp && a.sp == b.sp && a.tp_comm_overlap == b.tp_comm_overlap && a.pp == b.pp &&
+         a.vpp == b.vpp && a.schedule == b.schedule && a.cp == b.cp && a.cp_algo == b.cp_algo && a.cp_u == b.cp_u &&
+         a.ep == b.ep && a.etp == b.etp;
 }
 
 const char* to_string(Schedule s);

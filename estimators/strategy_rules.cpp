@@ -11,7 +11,7 @@ namespace meshfit {
 const char* rule_id(HardRule r) {
   static const char* const ids[] = {"ok",  "H1",  "H2",  "H3",   "H4",  "H5",  "H6",  "H7",  "H8",  "H9",
                                     "H10", "H11", "H12", "H12b", "H13", "H14", "H15", "H16", "H17", "H18",
-                                    "H19", "H20", "H21", "H22",  "H23", "H24", "S1",  "S2"};
+                                    "H19", "H20", "H21", "H22",  "H23", "H24", "H25", "S1",  "S2"};
   return ids[static_cast<int>(r)];
 }
 
@@ -43,6 +43,7 @@ const char* rule_name(HardRule r) {
                                       "dualpipev_microbatches",
                                       "interleaved_microbatches",
                                       "offload_has_a_host",
+                                      "tp_overlap_needs_sp",
                                       "seed_m_ge_pp",
                                       "seed_optimizer_shard_whole"};
   static_assert(std::size(names) == static_cast<std::size_t>(HardRule::S2) + 1);
@@ -151,6 +152,12 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
       if (s.offload == Offload::none) return true;
       if (!cluster.device.has_host() || run.rules == Rules::sapp_nd) return false;
       return s.offload == Offload::optimizer ? s.zero >= 1 : s.zero == 3;
+    case HardRule::H25:
+      // Megatron asserts --sequence-parallel for --tp-comm-overlap, and torchtitan's AsyncTP
+      // rewrites the all-gather/reduce-scatter pairs of its sequence-parallel plan: the overlap
+      // decomposes SP's collectives. DeepSpeed has no such overlap; the seed prices none.
+      if (!s.tp_comm_overlap) return true;
+      return s.tp > 1 && s.sp && run.profile.framework != Framework::deepspeed && run.rules != Rules::sapp_nd;
     case HardRule::S1: return run.rules != Rules::sapp_nd || s.pp == 1 || s.num_microbatches >= s.pp;
     case HardRule::S2: return run.rules != Rules::sapp_nd || s.zero == 0 || (s.tp * s.shard_group) % s.cp == 0;
   }
@@ -158,11 +165,11 @@ bool rule_holds(HardRule rule, const Model& m, const Run& run, const Cluster& cl
 }
 
 namespace {
-constexpr std::array<HardRule, 27> kRuleOrder = {
+constexpr std::array<HardRule, 28> kRuleOrder = {
     HardRule::H1,  HardRule::H2,  HardRule::H3,  HardRule::H4,  HardRule::H5,  HardRule::H6,   HardRule::H7,
     HardRule::H8,  HardRule::H9,  HardRule::H10, HardRule::H11, HardRule::H12, HardRule::H12b, HardRule::H13,
     HardRule::H14, HardRule::H15, HardRule::H16, HardRule::H17, HardRule::H18, HardRule::H19,  HardRule::H20,
-    HardRule::H21, HardRule::H22, HardRule::H23, HardRule::H24, HardRule::S1,  HardRule::S2};
+    HardRule::H21, HardRule::H22, HardRule::H23, HardRule::H24, HardRule::H25, HardRule::S1,   HardRule::S2};
 }  // namespace
 
 std::span<const HardRule> hard_rule_order() { return kRuleOrder; }
@@ -261,6 +268,12 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
                "host_link_bandwidth and host_memory_bandwidth; device " + cluster.device.name + " states no host side";
       }
       return "H24: offload=optimizer needs zero >= 1, offload=params needs zero 3 (zero = " + to_string(s.zero) + ")";
+    case HardRule::H25:
+      if (run.rules == Rules::sapp_nd) return "H25: tp_comm_overlap is not priced under --rules sapp-nd";
+      if (run.profile.framework == Framework::deepspeed)
+        return "H25: tp_comm_overlap has no DeepSpeed counterpart (Megatron's --tp-comm-overlap, torchtitan's AsyncTP)";
+      return "H25: tp_comm_overlap needs tp > 1 with sp=true (tp = " + to_string(s.tp) +
+             ", sp = " + (s.sp ? "true" : "false") + ")";
     case HardRule::S1:
       return "S1 (--rules sapp-nd): m >= pp is required (m = " + to_string(s.num_microbatches) +
              ", pp = " + to_string(s.pp) + ")";

@@ -1,4 +1,4 @@
-// The hard validity rules H1–H24 of docs/spec/search-and-time.md §3.1, and the Ulysses degree
+// The hard validity rules H1–H25 of docs/spec/search-and-time.md §3.1, and the Ulysses degree
 // of hybrid CP (§2.4). The memory model refuses exactly the strategies these rules reject
 // (memory-model.md §14), so every strategy the search counts as valid is priced.
 #pragma once
@@ -42,6 +42,7 @@ enum class HardRule : std::uint8_t {
   H22,
   H23,
   H24,
+  H25,
   S1,  // --rules sapp-nd: m ≥ pp when pp > 1 (SAPP-ND's search always applies it; memory-model.md §17.1)
   S2   // --rules sapp-nd: the optimizer-shard degree tp·G/cp is whole (ruling 5)
 };

@@ -57,7 +57,8 @@ enum Dim : std::uint32_t {
   kMicroBatch = 1024,
   kRecompute = 2048,
   kSchedule = 4096,
-  kOffload = 8192
+  kOffload = 8192,
+  kTpOverlap = 16384
 };
 std::uint32_t policy_reads(Policy p);
 

@@ -35,6 +35,7 @@ std::uint32_t hard_rule_reads(HardRule r) {
     case HardRule::H22: return grid | kSchedule | kMicroBatch;
     case HardRule::H23: return grid | kSchedule | kMicroBatch;
     case HardRule::H24: return kZero | kOffload;
+    case HardRule::H25: return kTp | kSp | kTpOverlap;
     case HardRule::S1: return grid | kMicroBatch;
     case HardRule::S2: return grid | kZero | kShardGroup;
   }
@@ -50,7 +51,7 @@ int level_of(std::uint32_t reads, bool moe) {
   if (reads & kEp) return ep_level;
   if (reads & (kVpp | kSchedule)) return pass_level;
   if (reads & kCpAlgo) return algo_level;
-  if (reads & kSp) return sp_level;
+  if (reads & (kSp | kTpOverlap)) return sp_level;  // tp_comm_overlap is walked with sp
   return triple_level;
 }
 
@@ -99,7 +100,7 @@ RulePlan make_rule_plan(const SearchSpace& space, bool etp_domain_ok) {
     }
   }
   // What the loops between the triple and a level set, besides the level's key (rule_plan.hpp).
-  constexpr std::uint32_t above_pass = kSp | kCpAlgo;
+  constexpr std::uint32_t above_pass = kSp | kTpOverlap | kCpAlgo;
   constexpr std::uint32_t above_experts = above_pass | kVpp | kSchedule;
   plan.keyed[pass_level] = plan.keyed[ep_level] = plan.keyed[etp_level] = true;
   for (std::size_t k = 0; k < plan.rules.size(); ++k) {

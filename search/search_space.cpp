@@ -32,6 +32,7 @@ std::uint32_t Pins::given() const {
   if (!recompute.empty()) g |= kRecompute;
   if (!schedule.empty()) g |= kSchedule;
   if (!offload.empty()) g |= kOffload;
+  if (!tp_comm_overlap.empty()) g |= kTpOverlap;
   return g;
 }
 

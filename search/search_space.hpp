@@ -25,6 +25,8 @@ struct Pins {
   std::vector<Recompute> recompute;
   // Unlike the others, empty = none only: offload is searched when asked for (issue 23).
   std::vector<Offload> offload;
+  // So is TP communication overlap (empty = off only): it trades buffers for time where tp > 1.
+  std::vector<bool> tp_comm_overlap;
   std::uint32_t given() const;  // Dim bits of the pinned dimensions (dp counts given with tp, cp, pp)
 };
 

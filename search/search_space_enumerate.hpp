@@ -1,4 +1,4 @@
-// The enumeration of one (tp, cp, pp) triple: the loop nest over its subtree (sp, CP algorithm,
+// The enumeration of one (tp, cp, pp) triple: the loop nest over its subtree (sp with tp_comm_overlap, CP algorithm,
 // pass — vpp and schedule —, ep, etp, ZeRO setting, recompute mode, micro-batch size), in the
 // order of search-and-time.md §2.6. A template, so that the visitor is inlined in the hot loop.
 // The values each loop takes come from TripleDomains (triple_domains.hpp); the rule outcomes and
@@ -75,9 +75,10 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, TripleWalk
   const std::int64_t below_ep = d.n_etp * below_etp;
   const std::int64_t below_sp = d.n_algo * d.all_passes * d.below_pass;
   if (walk.enter(triple_level, d.n_sp * below_sp)) return;
-  for (bool sp : d.sps) {
-    if (!allowed(pins.sp, sp)) continue;
-    s.sp = sp;
+  for (const TripleDomains::SpSetting& sp : d.sps) {
+    if (!allowed(pins.sp, sp.sp)) continue;
+    s.sp = sp.sp;
+    s.tp_comm_overlap = sp.tp_comm_overlap;
     if (walk.enter(sp_level, below_sp)) continue;
     for (CpAlgo algo : d.algos) {
       if (!allowed(pins.cp_algo, algo)) continue;

@@ -48,6 +48,7 @@ bool canonicalise(Strategy& x, const SearchSpace& space, bool vpp_changed) {
   }
   if (space.policies.enabled(Policy::sp_with_tp)) x.sp = x.tp > 1;
   if (x.tp == 1) x.sp = false;
+  if (!x.sp) x.tp_comm_overlap = false;  // H25: it decomposes SP's collectives
   if (x.recompute != Recompute::full) x.recompute_layers = 0;
   return true;
 }
@@ -100,6 +101,12 @@ std::vector<Neighbour> neighbours(const SearchSpace& space, const Strategy& s) {
   // Offload where the device states its host side (rule H24): what would fit only that way.
   if (space.cluster->device.has_host()) {
     vary("offload", &Strategy::offload, std::vector<Offload>{Offload::none, Offload::optimizer, Offload::params});
+  }
+  // TP communication overlap where TP runs with SP (rule H25): faster, at the cost of its buffers.
+  if (s.tp > 1 && s.sp) {
+    Strategy x = s;
+    x.tp_comm_overlap = !s.tp_comm_overlap;
+    out.push_back({std::string("tp_comm_overlap ") + (s.tp_comm_overlap ? "true→false" : "false→true"), x, false});
   }
   vary("recompute", &Strategy::recompute,
        std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full});

@@ -6,7 +6,7 @@
 
 namespace meshfit {
 
-// (tp, sp, cp, cp_algo, cp_u, pp, vpp, pp_schedule, ep, etp, dp, zero_stage, shard_group,
+// (tp, sp, tp_comm_overlap, cp, cp_algo, cp_u, pp, vpp, pp_schedule, ep, etp, dp, zero_stage, shard_group,
 //  offload, recompute, recompute_layers, micro_batch_size), lexicographic; enumerations in listed order;
 // an absent recompute_layers (every layer) sorts last.
 bool key_less(const Strategy& a, const Strategy& b);

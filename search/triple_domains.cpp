@@ -35,8 +35,17 @@ void TripleDomains::fill(const SearchSpace& space, const std::array<std::int64_t
   }
   divisors_into(stage_divisors, dp * cp * tp);
   divisors_into(dp_divisors, dp);
-  sps.assign(1, false);
-  if (tp > 1) sps.push_back(true);
+  sps.clear();
+  for (bool sp : {false, true}) {
+    if (sp && tp == 1) break;
+    if (pins.tp_comm_overlap.empty()) {
+      sps.push_back({sp, false});
+      continue;
+    }
+    for (bool overlap : {false, true}) {
+      if (allowed(pins.tp_comm_overlap, overlap)) sps.push_back({sp, overlap});
+    }
+  }
   algos.assign(1, CpAlgo::none);
   if (cp > 1) algos.assign({CpAlgo::ring, CpAlgo::ulysses, CpAlgo::hybrid});
   if (cp > 1 && allowed(pins.cp_algo, CpAlgo::allgather) && !pins.cp_algo.empty()) algos.push_back(CpAlgo::allgather);
@@ -106,7 +115,8 @@ void TripleDomains::fill(const SearchSpace& space, const std::array<std::int64_t
   n_ep = count_allowed(pins.ep, eps);
   n_etp = count_allowed(pins.etp, etps);
   n_algo = count_allowed(pins.cp_algo, algos);
-  n_sp = static_cast<std::int64_t>(std::count_if(sps.begin(), sps.end(), [&](bool v) { return allowed(pins.sp, v); }));
+  n_sp = static_cast<std::int64_t>(
+      std::count_if(sps.begin(), sps.end(), [&](const SpSetting& v) { return allowed(pins.sp, v.sp); }));
   below_pass = n_ep * n_etp * n_zero * modes;
   etp_domain_ok = true;
   for (std::int64_t etp : etps) {

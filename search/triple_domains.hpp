@@ -20,7 +20,13 @@ struct TripleDomains {
   std::vector<std::int64_t> bs;  // micro-batch sizes, rising: the divisors of gb (ruling 2)
   std::vector<std::int64_t> ms;  // m per size (0 when gb mod dp·b ≠ 0)
   std::vector<std::int64_t> stage_divisors, dp_divisors;
-  std::vector<bool> sps;
+  // SP off and on (tp > 1), each with every tp_comm_overlap the pins list (off alone unless they
+  // list more; the overlap is walked with SP since it decomposes SP's collectives, H25).
+  struct SpSetting {
+    bool sp = false;
+    bool tp_comm_overlap = false;
+  };
+  std::vector<SpSetting> sps;
   std::vector<CpAlgo> algos;
   std::vector<Schedule> extra_schedules;  // listed-only schedules (H21), when the user lists them
   std::vector<std::int64_t> eps, etps;

@@ -1,5 +1,5 @@
 // A table of what a layer kind's figures read below a (tp, cp, pp) triple of the search: the SP
-// flag, the CP algorithm, ep, etp and the micro-batch size (and, for the times, whether the
+// flag and TP overlap, the CP algorithm, ep, etp and the micro-batch size (and, for the times, whether the
 // schedule is DualPipeV). The walk of a triple (search_space_enumerate.hpp) takes these values
 // from its domains (triple_domains.hpp); an entry sits at the positions of the strategy's values
 // in them, so the table needs no key, no hash and no collision handling. The scorer opens it when
@@ -33,7 +33,7 @@ class TripleTable {
   void open(const TripleValues& v, std::size_t flags) {
     v_ = v;
     flags_ = flags;
-    const std::size_t size = 2 * v.algos.size() * v.eps.size() * v.etps.size() * v.bs.size() * flags;
+    const std::size_t size = kSpSettings * v.algos.size() * v.eps.size() * v.etps.size() * v.bs.size() * flags;
     if (entries_.size() < size) entries_.resize(size);
     filled_.assign(size, 0);
     open_ = true;
@@ -50,9 +50,7 @@ class TripleTable {
     const std::size_t b = rising_position(v_.bs, s.micro_batch);
     if (algo == kOut || ep == kOut || etp == kOut || b == kOut || flag >= flags_) return nullptr;
     const std::size_t i =
-        ((((static_cast<std::size_t>(s.sp) * v_.algos.size() + algo) * v_.eps.size() + ep) * v_.etps.size() + etp) *
-             v_.bs.size() +
-         b) *
+        ((((sp_setting(s) * v_.algos.size() + algo) * v_.eps.size() + ep) * v_.etps.size() + etp) * v_.bs.size() + b) *
             flags_ +
         flag;
     filled = filled_[i] != 0;
@@ -62,6 +60,9 @@ class TripleTable {
 
  private:
   static constexpr std::size_t kOut = SIZE_MAX;
+  // SP off or on, each with tp_comm_overlap off or on (the times read both).
+  static constexpr std::size_t kSpSettings = 4;
+  static std::size_t sp_setting(const Strategy& s) { return (s.sp ? 1 : 0) + (s.tp_comm_overlap ? 2 : 0); }
   template <class T>
   static std::size_t position(std::span<const T> values, const T& x) {
     const auto it = std::find(values.begin(), values.end(), x);

@@ -12,6 +12,7 @@
 #include "estimators/host_memory.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/overheads.hpp"
+#include "estimators/tp_overlap_buffers.hpp"
 #include "estimators/zero_buffers.hpp"
 #include "search/evaluator/layout_plan.hpp"
 #include "search/evaluator/memory_sides.hpp"
@@ -64,7 +65,7 @@ Strategy static_key(const Strategy& s, const Run& run) {
 // the b-free addends kept in `statics` and what the activation side holds for this b — the
 // detailed loop's operations in its order, so the same figures (a test compares them).
 void finish_totals(MemoryReport& report, const ActivationSide& side, const StaticSide& statics, const Device& dev,
-                   const Strategy& s, bool gather_per_layer, double x_sp, double fit_factor) {
+                   const Strategy& s, bool gather_per_layer, double x_sp, double tp_overlap, double fit_factor) {
   report.peak = 0;
   report.peak_stage = 0;
   const std::array<double, 2> pg{statics.kinds[0].gathered_params, statics.kinds[1].gathered_params};
@@ -79,7 +80,7 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
     const double backward = t.stat + (t.defers ? t.deferred : p.deferred_grads) + p.activations + transient;
     const double reserved = std::max(backward, t.step) * (1 + dev.fragmentation);
     const double device = reserved + dev.overhead_context + t.communicator_buffers + dev.overhead_workspaces +
-                          t.ep_library + dev.overhead_fixed;
+                          t.ep_library + dev.overhead_fixed + tp_overlap;
     if (i == 0 || device > report.peak) {
       report.peak = device;
       report.peak_stage = i;
@@ -354,7 +355,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     size_stages(report, spare, 0);
     const bool gather_per_layer = s.zero == 3 && reshards_after_forward(run, s);
     finish_totals(report, side, statics, dev, s, gather_per_layer, sp_gathered_input(m, run, s),
-                  run.options.fit_factor_for(s.recompute));
+                  tp_overlap_buffer_bytes(m, run, s), run.options.fit_factor_for(s.recompute));
     return;
   }
   const ZeroTerms t = zero_terms(m, run, dev, s, layout);
@@ -365,7 +366,8 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
   }
   size_stages(report, spare, detail ? static_cast<std::size_t>(s.pp) : 0);
   if (totals_only) {
-    finish_totals(report, side, statics, dev, s, t.gather_per_layer, t.x_sp, run.options.fit_factor_for(s.recompute));
+    finish_totals(report, side, statics, dev, s, t.gather_per_layer, t.x_sp, tp_overlap_buffer_bytes(m, run, s),
+                  run.options.fit_factor_for(s.recompute));
     return;
   }
   report.peak = 0;
@@ -383,6 +385,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     }
     total_stage(st, a, statics, side, t, iu);
     st.host = statics.stages[iu].host;
+    st.tp_overlap_buffers = tp_overlap_buffer_bytes(m, run, s);
     report.static_floor = std::max(report.static_floor, stage_totals(st, dev, a.has_moe));
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;

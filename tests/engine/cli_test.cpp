@@ -121,7 +121,8 @@ TEST_CASE("estimate: table, JSON shape of cli.md, exit 1 when it does not fit") 
   CHECK(t.out.find("peak 40.93 GiB on stage 0") != std::string::npos);
   const auto j = with({"--strategy", "dp=2,tp=8,sp=true,pp=4,zero=1,recompute=selective,mbs=1", "--format", "json"});
   CHECK(j.code == 0);
-  CHECK(j.out.find("{\"strategy\":{\"dp\":2,\"tp\":8,\"sp\":true,\"pp\":4,\"vpp\":1,\"pp_schedule\":\"1f1b\",\"cp\":1,"
+  CHECK(j.out.find("{\"strategy\":{\"dp\":2,\"tp\":8,\"sp\":true,\"tp_comm_overlap\":false,\"pp\":4,\"vpp\":1,\"pp_"
+                   "schedule\":\"1f1b\",\"cp\":1,"
                    "\"cp_algo\":null,\"ep\":1,\"etp\":1,\"zero_stage\":1,\"shard_group\":2,\"offload\":\"none\","
                    "\"recompute\":\"selective\","
                    "\"recompute_layers\":null,\"micro_batch_size\":1,\"num_microbatches\":8") == 0);

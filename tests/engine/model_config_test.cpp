@@ -336,9 +336,11 @@ TEST_CASE("validation cases: TFLOP/s per GPU over the FLOPs per token of the cas
   CHECK(has(cases[2],
             "tokens/s per device from tflops_per_device over Megatron's FLOPs per token "
             "(megatron_2021_paper)"));
-  // comm_overlap [dp, tp, pp]: TP collectives decomposed and pipelined with their GEMMs, PP hops
-  // hidden, DP overlapped; unstated, the defaults.
-  CHECK(cases[1].run.options.tp_overlap_decomposed);
+  // comm_overlap [dp, tp, pp]: PP hops hidden, DP overlapped; TP collectives decomposed and
+  // pipelined with their GEMMs only where TP has SP (this case has tp 1: nothing to overlap, and
+  // the row says so); unstated, the defaults.
+  CHECK_FALSE(cases[1].strategy.tp_comm_overlap);
+  CHECK(has(cases[1], "comm_overlap tp without tp > 1 and SP -> no TP overlap"));
   CHECK(cases[1].run.options.pp_overlap);
   CHECK(cases[1].run.options.dp_overlap);
   CHECK(has(cases[1], "comm_overlap [dp, tp, pp] -> hidden (§7.6)"));

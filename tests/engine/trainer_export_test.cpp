@@ -182,3 +182,28 @@ TEST_CASE("export: offload in each trainer's own option (issue 23), or a reason 
   CHECK(has(ds_opt.out, "offload_optimizer"));
   CHECK_FALSE(has(ds_opt.out, "offload_param"));
 }
+
+TEST_CASE("export: TP communication overlap in each trainer's own option (issue 23), or a reason it has none") {
+  // Megatron-LM: --tp-comm-overlap, beside the --sequence-parallel arguments.py asserts with it.
+  const auto mlm =
+      run(export_args("llama-3.1-70b", "64", "4096", "64", "megatron", "tp=8,sp=true,tp_comm_overlap=true,zero=1"));
+  CHECK(mlm.code == 0);
+  CHECK(has(mlm.out, "--sequence-parallel"));
+  CHECK(has(mlm.out, "--tp-comm-overlap"));
+  CHECK_FALSE(has(run(export_args("llama-3.1-70b", "64", "4096", "64", "megatron", "tp=8,sp=true,zero=1")).out,
+                  "--tp-comm-overlap"));
+  // torchtitan: AsyncTP lives in [compile] and needs the model compiled (CompileConfig).
+  const auto tt =
+      run(export_args("llama-3.1-70b", "64", "4096", "64", "torchtitan", "tp=8,sp=true,tp_comm_overlap=true,zero=3"));
+  CHECK(tt.code == 0);
+  CHECK(has(tt.out, "[compile]\nenable = true\n"));
+  CHECK(has(tt.out, "enable_async_tensor_parallel = true"));
+  // DeepSpeed's AutoTP runs without SP, and HyperParallel's YAML has no such setting.
+  const auto ds =
+      run(export_args("llama-3.1-70b", "64", "4096", "64", "deepspeed", "tp=8,sp=true,tp_comm_overlap=true,zero=1"));
+  CHECK(ds.code == 2);
+  const auto hp = run(
+      export_args("llama-3.1-70b", "64", "4096", "64", "hyperparallel", "tp=8,sp=true,tp_comm_overlap=true,zero=1"));
+  CHECK(hp.code == 2);
+  CHECK(has(hp.err, "TP communication overlap"));
+}

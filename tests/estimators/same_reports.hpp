@@ -37,6 +37,7 @@ inline void check_same_memory(const MemoryReport& a, const MemoryReport& b) {
     CHECK(x.transient == y.transient);
     CHECK(x.step_transient == y.step_transient);
     CHECK(x.communicators == y.communicators);
+    CHECK(x.tp_overlap_buffers == y.tp_overlap_buffers);
     CHECK(x.device == y.device);
   }
 }

@@ -264,7 +264,7 @@ TEST_CASE("decomposed TP overlap: the first of tp pieces waits, the rest hide be
   // (forward); cut into 8 pieces each, C/8 + max(0, C − G)·7/8 stays exposed (Wang et al. 2023).
   auto c = make_case("llama-3.1-70b", 64, 8192, 64, "dp=8,tp=8,sp=true,pp=1,mbs=1");
   const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
-  c.run.options.tp_overlap_decomposed = true;
+  c.strategy.tp_comm_overlap = true;
   const LayerTime split = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
   const double C = plain.tp_forward, G = plain.projection_forward;
   REQUIRE(C > 0);

@@ -94,24 +94,31 @@ TEST_CASE("the search's output is the naive search's on small spaces") {
     bool search_n_rc = false;                   // with policies off: P12 too, n_rc enumerated (issue 23)
     bool offload = false;                       // every offload searched (issue 23)
     double host_memory = 0;                     // the device's host share, when set
+    bool tp_overlap = false;                    // tp_comm_overlap searched both ways (issue 23)
+    std::string framework = "megatron";
   };
   const std::string d = test::data_path("models/");
-  for (const Spec& spec :
-       std::vector<Spec>{{"llama-3.1-8b", 8, 4096, 32, "default", false},
-                         {"llama-3.1-8b", 16, 8192, 64, "default", true},
-                         {"llama-3.1-70b", 32, 4096, 64, "default", false},
-                         {"llama-3.1-70b", 32, 4096, 64, "default", false, {1.10, 1.04, 1.25}},
-                         {"qwen3-30b-a3b", 8, 4096, 32, "default", true, {1.3, 1.0, 1.15}},
-                         {"mixtral-8x7b", 16, 4096, 64, "default", false},
-                         {"mixtral-8x7b", 16, 4096, 32, "sapp-nd", false},
-                         {"qwen3-30b-a3b", 8, 4096, 32, "default", true},
-                         {d + "deepseek-v2-lite.json", 8, 2048, 32, "default", true},
-                         {d + "tiny-moe.yaml", 8, 2048, 32, "default", true, {1, 1, 1}, true},
-                         {d + "gpt2.json", 4, 1024, 16, "default", true, {1, 1, 1}, true},
-                         {d + "qwen2-7b.json", 8, 4096, 16, "sapp-nd", true},
-                         {"llama-3.1-70b", 16, 4096, 32, "default", false, {1, 1, 1}, false, true},
-                         // A host share that holds some offloaded settings, not all.
-                         {"llama-3.1-70b", 16, 4096, 32, "default", false, {1, 1, 1}, false, true, 90.0 * (1 << 30)}}) {
+  for (const Spec& spec : std::vector<Spec>{
+           {"llama-3.1-8b", 8, 4096, 32, "default", false},
+           {"llama-3.1-8b", 16, 8192, 64, "default", true},
+           {"llama-3.1-70b", 32, 4096, 64, "default", false},
+           {"llama-3.1-70b", 32, 4096, 64, "default", false, {1.10, 1.04, 1.25}},
+           {"qwen3-30b-a3b", 8, 4096, 32, "default", true, {1.3, 1.0, 1.15}},
+           {"mixtral-8x7b", 16, 4096, 64, "default", false},
+           {"mixtral-8x7b", 16, 4096, 32, "sapp-nd", false},
+           {"qwen3-30b-a3b", 8, 4096, 32, "default", true},
+           {d + "deepseek-v2-lite.json", 8, 2048, 32, "default", true},
+           {d + "tiny-moe.yaml", 8, 2048, 32, "default", true, {1, 1, 1}, true},
+           {d + "gpt2.json", 4, 1024, 16, "default", true, {1, 1, 1}, true},
+           {d + "qwen2-7b.json", 8, 4096, 16, "sapp-nd", true},
+           {"llama-3.1-70b", 16, 4096, 32, "default", false, {1, 1, 1}, false, true},
+           // A host share that holds some offloaded settings, not all.
+           {"llama-3.1-70b", 16, 4096, 32, "default", false, {1, 1, 1}, false, true, 90.0 * (1 << 30)},
+           // TP overlap both ways: its buffers against its time (Megatron's and
+           // torchtitan's), and H25 rejecting it without SP.
+           {"llama-3.1-70b", 32, 4096, 64, "default", false, {1, 1, 1}, false, false, 0, true},
+           {"qwen3-30b-a3b", 8, 4096, 32, "default", true, {1, 1, 1}, false, false, 0, true},
+           {"llama-3.1-70b", 16, 4096, 32, "default", false, {1, 1, 1}, false, false, 0, true, "torchtitan"}}) {
     CAPTURE(spec.model);
     CAPTURE(spec.devices);
     CAPTURE(spec.rules);
@@ -119,6 +126,7 @@ TEST_CASE("the search's output is the naive search's on small spaces") {
     f.seq = spec.seq;
     f.global_batch = spec.gb;
     f.rules = spec.rules;
+    f.framework = spec.framework;
     const Model model = load_model(spec.model);
     Run run = make_run(f, true);
     run.options.fit_factor = spec.fit_factor;
@@ -131,8 +139,13 @@ TEST_CASE("the search's output is the naive search's on small spaces") {
     if (spec.policies_off) space.policies.on.fill(false);
     if (!spec.search_n_rc) space.policies.on[static_cast<std::size_t>(Policy::full_recompute_all)] = true;
     if (spec.offload) space.pins.offload = {Offload::none, Offload::optimizer, Offload::params};
+    if (spec.tp_overlap) space.pins.tp_comm_overlap = {false, true};
     const Naive naive = naive_search(space, 10);
     CHECK(!naive.front.empty());  // each space has fitting strategies (over a million valid over the fourteen)
+    if (spec.tp_overlap) {        // the overlap is on the front: the comparison covers its buffers and time
+      CHECK(std::any_of(naive.front.begin(), naive.front.end(),
+                        [](const ScoredStrategy& x) { return x.strategy.tp_comm_overlap; }));
+    }
     // Every pass on, then each pruning pass off alone (pruning_passes.hpp): the same output.
     std::vector<std::optional<PruningPass>> variants{std::nullopt};
     for (std::size_t p = 0; p < kPruningPassCount; ++p) variants.emplace_back(static_cast<PruningPass>(p));
