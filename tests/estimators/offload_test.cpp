@@ -106,11 +106,17 @@ TEST_CASE("rule H24: offload needs sharding, a stated host, and the standard rul
   CHECK(broken("dp=8,zero=0,offload=optimizer", h100, run) == HardRule::H24);
   CHECK(broken("dp=8,zero=2,offload=params", h100, run) == HardRule::H24);
   CHECK(broken("dp=8,zero=3,offload=params", h100, run) == HardRule::ok);
-  // A device that states no host side (GB200's preset) cannot offload, and says why.
+  // A device that states no host side (MI300X's preset: its hosts are the OEMs' own) cannot
+  // offload, and says why.
+  const Cluster mi300x = make_cluster("mi300x-192gb", 8);
+  const Strategy s = parse_strategy("dp=8,zero=1,offload=optimizer", m, run, mi300x, w, false);
+  CHECK(first_broken_rule(m, run, mi300x, s) == HardRule::H24);
+  CHECK(explain_rule(HardRule::H24, m, run, mi300x, s).find("states no host side") != std::string::npos);
+  // GB200 states its Grace CPU's share: 480 GB of LPDDR5X over two GPUs, 16 GiB of it reserved.
   const Cluster gb200 = make_cluster("gb200-186gb", 8);
-  const Strategy s = parse_strategy("dp=8,zero=1,offload=optimizer", m, run, gb200, w, false);
-  CHECK(first_broken_rule(m, run, gb200, s) == HardRule::H24);
-  CHECK(explain_rule(HardRule::H24, m, run, gb200, s).find("states no host side") != std::string::npos);
+  CHECK(gb200.device.has_host());
+  CHECK(gb200.device.host_memory == 240e9);
+  CHECK(broken("dp=8,zero=1,offload=optimizer", gb200, run) == HardRule::ok);
   // The seed rules price only their own swap flag.
   f.rules = "sapp-nd";
   CHECK(broken("dp=8,zero=1,offload=optimizer", h100, make_run(f, true)) == HardRule::H24);
