@@ -3,9 +3,9 @@
 // ulysses_degree_in_cp, expert_parallel, pipeline_stage, micro_batch_num, use_seq_parallel},
 // parallel {enable_parallel_optimizer, parallel_optimizer_config {optimizer_level,
 // optimizer_weight_shard_size}}, model.model_config.pp_interleave_num, runner_config.batch_size,
-// recompute_config {recompute (true/false, a count, or one count per stage), select_recompute}. Experts are split by
-// model_parallel (etp = tp). meshfit reads its own export back (strategy_string_from_train_yaml), so a strategy can
-// travel as this file.
+// recompute_config {recompute (true/false, a count, or one count per stage), select_recompute}.
+// Experts are split by model_parallel (etp = tp). meshfit reads its own export back
+// (strategy_string_from_train_yaml), so a strategy can travel as this file.
 #include <algorithm>
 #include <sstream>
 

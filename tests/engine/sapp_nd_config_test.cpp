@@ -162,3 +162,19 @@ TEST_CASE("train YAML: a per-stage recompute list reads back when the strategy s
     CHECK(has(what, "full_layers_per_vstage"));
   }
 }
+
+TEST_CASE("search --sapp-nd-config: the file's model, devices and run; its layout not pinned") {
+  const auto r = run({"search", "--sapp-nd-config", data_path("sapp-nd/mixtral-mindformers.yaml"), "--format", "json",
+                      "-q", "--top", "3"});
+  CHECK(r.code == 0);
+  const YAML::Node doc = meshfit::parse_yaml_text(r.out, "search output");
+  CHECK(doc["inputs"]["devices"].as<std::int64_t>() == 16);
+  CHECK(doc["inputs"]["seq"].as<std::int64_t>() == 4096);
+  CHECK(doc["inputs"]["global_batch"].as<std::int64_t>() == 128);
+  CHECK(doc["inputs"]["rules"].as<std::string>() == "sapp-nd");
+  // Strategies other than the file's dp=8,pp=2 are searched.
+  CHECK(doc["counts"]["valid"].as<std::int64_t>() > 1);
+  const auto both = run({"search", "--sapp-nd-config", data_path("sapp-nd/mixtral-mindformers.yaml"), "--seq", "8k"});
+  CHECK(both.code == 2);
+  CHECK(has(both.err, "--seq comes from --sapp-nd-config"));
+}
