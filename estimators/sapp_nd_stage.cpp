@@ -107,7 +107,9 @@ SeedStage seed_stage(const Model& m, const Run& run, const Strategy& s, const Pi
     const std::int64_t u = layout.vstage_of(stage, c);
     if (u < 0) continue;
     const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u)];
-    const double micro = static_cast<double>(std::max<std::int64_t>(1, inflight[static_cast<std::size_t>(c)]));
+    const auto ci = static_cast<std::size_t>(c);
+    // SAPP-ND's ctx.micro_factor is at least 1 (_Backbone._inner_dynamic_mem).
+    const double micro = static_cast<double>(std::max<std::int64_t>(1, ci < inflight.size() ? inflight[ci] : 1));
     const bool last_chunk = c == s.vpp - 1;
     if (u == 0) out.comm += embedding_comm(m, run, s);
     for (std::int64_t l = 0; l < vs.layers; ++l) {
