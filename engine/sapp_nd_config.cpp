@@ -33,6 +33,8 @@ struct Stated {
   double capacity_factor = 1;
   std::optional<std::string> max_memory;
   std::string memory_field;
+  // Where the file states dp, tp, pp, cp, ep, vpp, the optimizer shard, batch size and count.
+  std::vector<std::string> fields;
 };
 
 // SAPP-ND's CostModelConfig.fp_bytes: the first number in a dtype name, in bits, over 8.
@@ -103,7 +105,7 @@ Stated read_mindformers(const Fields& root) {
   s.bytes_softmax = dtype_bytes(mc, "softmax_compute_type").value_or(0);
   if (s.bytes_softmax == 0) s.bytes_softmax = dtype_bytes(mc, "softmax_compute_dtype").value_or(s.bytes_compute);
   s.bytes_norm = dtype_bytes(mc, "layernorm_compute_type").value_or(4);
-  s.offset = mc.raw("offset");
+  if (mc.has("offset")) s.offset = mc.raw("offset");  // a missing key's node may not be copied
   s.offset_field = mc.path("offset");
   if (const auto moe = root.optional_map("moe_config")) {
     s.experts = moe->optional_int("expert_num", 1).value_or(1);
@@ -122,6 +124,17 @@ Stated read_mindformers(const Fields& root) {
     s.first_dense = mc.optional_int("first_k_dense_replace", 0).value_or(0);
     s.gmm = mc.optional_bool("moe_grouped_gemm").value_or(false);
   }
+  s.fields = {pc.path("data_parallel"),
+              pc.path("model_parallel"),
+              pc.path("pipeline_stage"),
+              pc.path("context_parallel"),
+              pc.path("expert_parallel"),
+              mc.path("pp_interleave_num"),
+              "parallel.parallel_optimizer_config.optimizer_weight_shard_size",
+              "runner_config.batch_size",
+              pc.path("micro_batch_num"),
+              mc.path("num_layers"),
+              mc.path("mtp_depth")};
   s.dp = pc.optional_int("data_parallel").value_or(1);
   s.tp = pc.optional_int("model_parallel").value_or(1);
   s.pp = pc.optional_int("pipeline_stage").value_or(1);
@@ -139,7 +152,7 @@ Stated read_mindformers(const Fields& root) {
   }
   if (const auto runner = root.optional_map("runner_config")) s.mbs = runner->optional_int("batch_size").value_or(1);
   if (const auto rc = root.optional_map("recompute_config")) {
-    s.recompute = rc->raw("recompute");
+    if (rc->has("recompute")) s.recompute = rc->raw("recompute");
     s.recompute_field = rc->path("recompute");
     s.select_recompute = rc->optional_bool("select_recompute").value_or(false);
   }
@@ -181,7 +194,7 @@ Stated read_hyperparallel(const Fields& root) {
   s.mtp = co.optional_int("mtp_depth", 0).value_or(0);
   s.tie = co.optional_bool("tie_word_embeddings").value_or(false);
   if (const auto cf = co.optional_number("capacity_factor", 0, 1e6)) s.capacity_factor = std::max(1.0, *cf);
-  s.offset = co.raw("offset");
+  if (co.has("offset")) s.offset = co.raw("offset");
   s.offset_field = co.path("offset");
   s.bytes_p = dtype_bytes(model, "param_init_type").value_or(4);
   s.bytes_compute = dtype_bytes(model, "compute_dtype").value_or(2);
@@ -191,7 +204,23 @@ Stated read_hyperparallel(const Fields& root) {
   s.seq = data->required_int("max_seq_len");
   s.mbs = train.optional_int("micro_batch_size").value_or(1);
   s.m = train.required_int("micro_batch_num");
-  s.dp = acc.optional_int("dp_replicate").value_or(1) * acc.optional_int("dp_shard").value_or(1);
+  const std::int64_t replicate = acc.optional_int("dp_replicate").value_or(1);
+  const std::int64_t shard = acc.optional_int("dp_shard").value_or(1);
+  if (replicate > (std::int64_t{1} << 24) || shard > (std::int64_t{1} << 24)) {
+    acc.fail(replicate > shard ? "dp_replicate" : "dp_shard", "at most 16777216 (the devices meshfit takes)");
+  }
+  s.dp = replicate * shard;
+  s.fields = {acc.path("dp_replicate"),
+              acc.path("tp_degree"),
+              acc.path("pipeline_parallel_degree"),
+              acc.path("cp_degree"),
+              acc.path("expert_parallel_degree"),
+              "",
+              acc.path("optimizer_weight_shard_size"),
+              train.path("micro_batch_size"),
+              train.path("micro_batch_num"),
+              co.path("num_hidden_layers"),
+              co.path("mtp_depth")};
   s.tp = acc.optional_int("tp_degree").value_or(1);
   s.pp = acc.optional_int("pipeline_parallel_degree").value_or(1);
   s.cp = acc.optional_int("cp_degree").value_or(1);
@@ -230,6 +259,9 @@ std::vector<std::int64_t> stage_layers(const Stated& s, const std::string& sourc
     const auto v = parse_integer(s.offset.Scalar());
     if (!v) throw InputError(source, s.offset_field, "an integer or a list of pp integers");
     if (*v == 0 && slots % s.pp == 0 && !s.mtp_in_offset) return {};
+    if (*v < -slots || *v > slots) {
+      throw InputError(source, s.offset_field, "an offset within ±" + std::to_string(slots) + " (the layer slots)");
+    }
     std::fill(off.begin(), off.end(), *v);
   } else if (s.offset.IsSequence() && static_cast<std::int64_t>(s.offset.size()) == s.pp) {
     for (std::size_t i = 0; i < off.size(); ++i) {
@@ -240,6 +272,12 @@ std::vector<std::int64_t> stage_layers(const Stated& s, const std::string& sourc
                          "an integer (per-chunk offsets of pp_interleave_num > 1 are not read)");
       }
       off[i] = *v;
+    }
+    for (std::size_t i = 0; i < off.size(); ++i) {
+      if (off[i] < -slots || off[i] > slots) {
+        throw InputError(source, s.offset_field + "[" + std::to_string(i) + "]",
+                         "an offset within ±" + std::to_string(slots) + " (the layer slots)");
+      }
     }
   } else {
     throw InputError(source, s.offset_field, "an integer or a list of " + std::to_string(s.pp) + " integers (pp)");
@@ -319,11 +357,33 @@ std::optional<double> memory_bytes(const std::string& text) {
   if (unit == "GB" || unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
   if (unit == "MB" || unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
   if (unit == "TB" || unit == "T" || unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
-  if (!number || scale == 0 || *number <= 0) return std::nullopt;
+  if (!number || scale == 0 || *number <= 0 || *number * scale > 1125899906842624.0) return std::nullopt;  // ≤ 1 PiB
   return *number * scale;
 }
 
+// Degrees, counts and sizes within meshfit's bounds before they are multiplied (no overflow).
+void check_bounds(const Stated& s, const std::string& source) {
+  constexpr std::int64_t kMaxDegree = std::int64_t{1} << 24;  // kMaxDevices
+  constexpr std::int64_t kMaxCount = std::int64_t{1} << 31;
+  const std::int64_t values[] = {s.dp,  s.tp, s.pp,     s.cp, s.ep, s.vpp, s.os_shard.value_or(1),
+                                 s.mbs, s.m,  s.layers, s.mtp};
+  for (std::size_t i = 0; i < std::size(values); ++i) {
+    const std::int64_t max = i < 7 ? kMaxDegree : kMaxCount;
+    if (values[i] > max) {
+      throw InputError(source, s.fields[i], "at most " + std::to_string(max) + ", got " + std::to_string(values[i]));
+    }
+  }
+  if (s.dp * s.tp > kMaxDegree || s.dp * s.tp * s.cp > kMaxDegree || s.dp * s.tp * s.cp * s.pp > kMaxDegree) {
+    throw InputError(source, s.fields[0],
+                     "degrees whose product dp·tp·cp·pp is at most " + std::to_string(kMaxDegree) + " devices");
+  }
+  if (s.m > (std::int64_t{1} << 40) / (s.mbs * s.dp)) {
+    throw InputError(source, s.fields[8], "a global batch batch_size·dp·micro_batch_num of at most 2^40");
+  }
+}
+
 SappNdConfig translate(const Stated& s, const std::string& source, const std::string& format) {
+  check_bounds(s, source);
   SappNdConfig c;
   c.source = source;
   c.format = format;

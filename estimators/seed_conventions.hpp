@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "estimators/run.hpp"
@@ -38,6 +39,18 @@ inline std::optional<SeedConvention> seed_convention_named(std::string_view name
 // Whether the run prices convention `c`: only under --rules sapp-nd, and not switched off.
 inline bool seed_rule(const Run& run, SeedConvention c) {
   return run.rules == Rules::sapp_nd && (run.seed_off & (1U << static_cast<unsigned>(c))) == 0;
+}
+
+// The --rules text that selects the run's profile and conventions: "default", "sapp-nd", or
+// "sapp-nd:-NAME,-NAME" (the conventions off, in their order above).
+inline std::string rules_text(const Run& run) {
+  if (run.rules != Rules::sapp_nd) return "default";
+  std::string text = "sapp-nd";
+  for (std::size_t i = 0; i < kSeedConventionCount; ++i) {
+    if ((run.seed_off & (1U << i)) == 0) continue;
+    text += (text.size() == 7 ? ":-" : ",-") + std::string(kSeedConventionNames[i]);
+  }
+  return text;
 }
 
 }  // namespace meshfit

@@ -129,6 +129,17 @@ TEST_CASE("--sapp-nd-config: the HyperParallel YAML reads into the same model an
   CHECK(has(r.out, "stage"));
 }
 
+TEST_CASE("--sapp-nd-config: a file with the fewest fields (a dense model, meshfit's even split)") {
+  const meshfit::SappNdConfig c = meshfit::read_sapp_nd_config(data_path("sapp-nd/dense-minimal.yaml"));
+  CHECK(c.model["model_type"].as<std::string>() == "llama");
+  CHECK(c.strategy == "dp=2,tp=2,sp=false,pp=2,recompute=none,mbs=1,m=4");
+  CHECK(c.layout_options.size() == 0);
+  CHECK(c.devices == 8);
+  CHECK(c.global_batch == 8);
+  const auto r = run({"estimate", "--sapp-nd-config", data_path("sapp-nd/dense-minimal.yaml")});
+  CHECK(r.code == 0);
+}
+
 TEST_CASE("--sapp-nd-config: bad input names the file and the field") {
   const auto offset = run({"estimate", "--sapp-nd-config", data_path("sapp-nd/bad-offset.yaml")});
   CHECK(offset.code == 2);
@@ -139,6 +150,10 @@ TEST_CASE("--sapp-nd-config: bad input names the file and the field") {
   CHECK(dtype.code == 2);
   CHECK(has(dtype.err, "model.model_config.param_init_type"));
   CHECK(has(dtype.err, "half"));
+  const auto degree = run({"estimate", "--sapp-nd-config", data_path("sapp-nd/bad-degree.yaml")});
+  CHECK(degree.code == 2);
+  CHECK(has(degree.err, "parallel_config.data_parallel"));
+  CHECK(has(degree.err, "at most"));
   const auto neither = run({"estimate", "--sapp-nd-config", data_path("sapp-nd/ascend-58gb.yaml")});
   CHECK(neither.code == 2);
   CHECK(has(neither.err, "parallel_config"));
@@ -172,6 +187,11 @@ TEST_CASE("search --sapp-nd-config: the file's model, devices and run; its layou
   CHECK(doc["inputs"]["seq"].as<std::int64_t>() == 4096);
   CHECK(doc["inputs"]["global_batch"].as<std::int64_t>() == 128);
   CHECK(doc["inputs"]["rules"].as<std::string>() == "sapp-nd");
+  // Conventions switched off are named in the inputs, in --rules' own form.
+  const auto off = run({"search", "--sapp-nd-config", data_path("sapp-nd/mixtral-mindformers.yaml"), "--rules",
+                        "sapp-nd:-seed_output,-resident_comm", "--format", "json", "-q", "--top", "1"});
+  CHECK(meshfit::parse_yaml_text(off.out, "search output")["inputs"]["rules"].as<std::string>() ==
+        "sapp-nd:-resident_comm,-seed_output");
   // Strategies other than the file's dp=8,pp=2 are searched.
   CHECK(doc["counts"]["valid"].as<std::int64_t>() > 1);
   const auto both = run({"search", "--sapp-nd-config", data_path("sapp-nd/mixtral-mindformers.yaml"), "--seq", "8k"});
