@@ -38,7 +38,9 @@ void add_run_options(po::options_description& desc, RunFlags& flags) {
       "none (default): the estimate itself")("framework", po::value(&flags.framework)->default_value("megatron"),
                                              "whose defaults apply: megatron, torchtitan or deepspeed")(
       "rules", po::value(&flags.rules)->default_value("default"),
-      "memory-model rules: default or sapp-nd (the seed-compatible profile)")(
+      "memory-model rules: default, sapp-nd (the seed-compatible profile), or sapp-nd:-NAME,... with those of "
+      "SAPP-ND's conventions off (resident_comm, expert_tp_literal, seed_attention, table_shard, "
+      "last_node_overhead, no_clip_case, seed_output, no_step_phase)")(
       "recompute-switches", po::value<std::string>(),
       "what selective recompute keeps: megatron_core_attn (default), hyperparallel, torchtitan_op, "
       "mindformers or mindformers_select_comm")("run-options", po::value<std::string>(),
@@ -54,6 +56,13 @@ void add_cluster_options(po::options_description& desc, ClusterFlags& flags) {
       "number of devices (search: also a list 8,16,64, a range 8..1024 of doublings or 64..512:64 of steps)")(
       "headroom", po::value(&flags.headroom)->default_value("0"),
       "memory kept free: a percentage of the capacity (10%) or a size (5 = 5GiB; also MiB, GB, MB)");
+}
+
+void add_sapp_nd_option(po::options_description& desc, ClusterFlags& flags) {
+  desc.add_options()("sapp-nd-config", po::value(&flags.sapp_nd_config),
+                     "SAPP-ND's MindFormers or HyperParallel YAML: model, devices, sequence, batch, precision and "
+                     "(estimate, explain, export) the strategy and its per-stage layout from the file; implies "
+                     "--rules sapp-nd unless --rules is given");
 }
 
 std::vector<std::int64_t> device_counts(const ClusterFlags& flags) {

@@ -31,8 +31,12 @@ struct ClusterFlags {
   std::string device;
   std::string devices;  // one count, a list "8,16,64", or a range "8..1024" (search)
   std::string headroom = "0";
+  std::string sapp_nd_config;  // --sapp-nd-config: SAPP-ND's MindFormers or HyperParallel YAML
 };
 void add_cluster_options(po::options_description& desc, ClusterFlags& flags);
+// --sapp-nd-config FILE (estimate, explain, export, search): the model, cluster and run from
+// SAPP-ND's own input file (engine/sapp_nd_config.hpp).
+void add_sapp_nd_option(po::options_description& desc, ClusterFlags& flags);
 // --devices as one positive count; throws InputError naming the flag otherwise.
 std::int64_t single_device_count(const ClusterFlags& flags);
 // --devices as counts: "64", "8,16,64", "A..B" = A, 2A, 4A, … and B, or "A..B:S" = A, A+S, … and B.

@@ -210,6 +210,7 @@ int command_estimate(const std::vector<std::string>& args, std::ostream& out, st
       "Strategy: comma-separated key=value, e.g. dp=8,tp=4,sp=true,pp=2,zero=1,recompute=selective,mbs=1\n"
       "Options");
   add_cluster_options(desc, cluster_flags);
+  add_sapp_nd_option(desc, cluster_flags);
   bool balance = false;
   double balance_slack = 0;
   desc.add_options()("strategy", po::value(&strategy_text), "the strategy string")(

@@ -159,6 +159,7 @@ int command_explain(const std::vector<std::string>& args, std::ostream& out, std
       "Every rule the strategy breaks; else whether it fits, the stage and terms that overflow, and the\n"
       "single-dimension changes that would make it fit. Exit 0 if it fits, 1 if not (or invalid).\nOptions");
   add_cluster_options(desc, cluster_flags);
+  add_sapp_nd_option(desc, cluster_flags);
   desc.add_options()("strategy", po::value(&strategy_text), "the strategy string");
   add_run_options(desc, run_flags);
   add_common_options(desc, common);

@@ -26,6 +26,7 @@ int command_export(const std::vector<std::string>& args, std::ostream& out, std:
       "A strategy the trainer cannot express is an error (exit 2) that says which part and why.\n"
       "--strategy also takes a train YAML written by --to hyperparallel.\nOptions");
   add_cluster_options(desc, cluster_flags);
+  add_sapp_nd_option(desc, cluster_flags);
   desc.add_options()("strategy", po::value(&strategy_text), "the strategy string (or a train YAML path)")(
       "to", po::value(&to), "megatron, torchtitan, deepspeed or hyperparallel")(
       "output,o", po::value(&output), "write to FILE (atomically) instead of stdout");

@@ -16,6 +16,7 @@
 
 #include "engine/atomic_file.hpp"
 #include "engine/cli_options.hpp"
+#include "engine/strategy_inputs.hpp"
 #include "engine/commands.hpp"
 #include "engine/device_config.hpp"
 #include "engine/front_chart_svg.hpp"
@@ -73,6 +74,7 @@ po::options_description search_description(SearchFlags& f) {
       "(peak memory vs step time) of those that fit, the fastest ones, and counts. Exit 0 when\n"
       "something fits, 1 when nothing does, 2 on bad input.\nOptions");
   add_cluster_options(desc, f.cluster);
+  add_sapp_nd_option(desc, f.cluster);
   add_pin_options(desc, f.pins);
   desc.add_options()("search-file", po::value(&f.search_file),
                      "YAML of pins (auto, a value or a list per dimension), policies, "
@@ -395,17 +397,27 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   const OutputFormat format = parse_format(f.common.format, {"table", "json", "csv"});
   check_flag_range("--top", static_cast<double>(f.top), 1, kMaxTop);
   check_flag_range("--threads", static_cast<double>(f.threads), 0, kMaxThreads);
-  for (const char* required : {"model", "device", "devices"}) {
-    if (!vm.count(required))
-      throw UsageError(std::string("meshfit search: --") + required + " is required\nTry 'meshfit search --help'.");
+  // --sapp-nd-config: the file's model, device, device count (unless --devices), sequence, batch
+  // and run; its parallel layout is not pinned (the search explores every strategy).
+  std::optional<SappNdInputs> sapp;
+  if (!f.cluster.sapp_nd_config.empty()) {
+    sapp = load_sapp_nd_inputs("search", vm, f.cluster, f.run,
+                               {"model", "seq", "global-batch", "precision", "grad-bytes"}, false);
+    if (!vm.count("devices")) f.cluster.devices = std::to_string(sapp->config.devices);
+  } else {
+    for (const char* required : {"model", "device", "devices"}) {
+      if (!vm.count(required))
+        throw UsageError(std::string("meshfit search: --") + required + " is required\nTry 'meshfit search --help'.");
+    }
+    collect_run_flags(vm, f.run);
   }
-  collect_run_flags(vm, f.run);
-  const Model model = load_model(f.cluster.model);
+  const Model model = sapp ? sapp->model : load_model(f.cluster.model);
   const std::vector<std::int64_t> counts = device_counts(f.cluster);
-  Cluster cluster = make_cluster(f.cluster.device, counts.front());
+  Cluster cluster =
+      sapp ? Cluster{sapp->cluster.device, counts.front()} : make_cluster(f.cluster.device, counts.front());
   std::optional<SearchFile> file;
   if (!f.search_file.empty()) file = load_search_file(f.search_file);
-  Run run = make_run(f.run, true);
+  Run run = sapp ? sapp->run : make_run(f.run, true);
   if (file && file->run_options.IsMap()) {
     apply_run_options(file->run_options, file->source, run, "run_options");
     // --run-options on the command line wins over the search file's.

@@ -3,8 +3,10 @@
 // ulysses_degree_in_cp, expert_parallel, pipeline_stage, micro_batch_num, use_seq_parallel},
 // parallel {enable_parallel_optimizer, parallel_optimizer_config {optimizer_level,
 // optimizer_weight_shard_size}}, model.model_config.pp_interleave_num, runner_config.batch_size,
-// recompute_config {recompute, select_recompute}. Experts are split by model_parallel (etp = tp). meshfit reads its own
-// export back (strategy_string_from_train_yaml), so a strategy can travel as this file.
+// recompute_config {recompute (true/false, a count, or one count per stage), select_recompute}.
+// Experts are split by model_parallel (etp = tp). meshfit reads its own export back
+// (strategy_string_from_train_yaml), so a strategy can travel as this file.
+#include <algorithm>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -181,6 +183,32 @@ std::string strategy_string_from_train_yaml(const std::string& path) {
       if (full.IsScalar() && YAML::convert<bool>::decode(full, flag)) {
         is_full = flag;
         if (is_full) kv.push_back("recompute=full");
+      } else if (full.IsSequence()) {
+        // Per stage, the first n layers of each (what the export writes with a per-stage layout).
+        // The strategy string holds one count for every stage: equal counts read back as it.
+        const std::vector<std::int64_t> counts = rc->int_list("recompute", 0);
+        const std::int64_t stages = positive(*pc, "pipeline_stage").value_or(1);
+        if (static_cast<std::int64_t>(counts.size()) != stages) {
+          rc->fail("recompute", "one count per pipeline stage (" + std::to_string(stages) + "), got " +
+                                    std::to_string(counts.size()));
+        }
+        const bool equal = std::all_of(counts.begin(), counts.end(), [&](std::int64_t n) { return n == counts[0]; });
+        if (!equal) {
+          std::string list;
+          for (const auto n : counts) list += (list.empty() ? "" : ", ") + std::to_string(n);
+          rc->fail("recompute",
+                   "the same count on every stage, which a strategy string can hold "
+                   "(recompute_layers), got [" +
+                       list +
+                       "]; give per-stage counts as "
+                       "full_layers_per_vstage in --run-options, or read the whole file with "
+                       "--sapp-nd-config");
+        }
+        if (!counts.empty() && counts[0] > 0) {
+          kv.push_back("recompute=full");
+          kv.push_back("recompute_layers=" + std::to_string(counts[0]));
+          is_full = true;
+        }
       } else {
         kv.push_back("recompute=full");
         kv.push_back("recompute_layers=" + std::to_string(*positive(*rc, "recompute")));

@@ -5,6 +5,7 @@
 #include "engine/presets.hpp"
 #include "engine/run_options_config.hpp"
 #include "engine/yaml_fields.hpp"
+#include "estimators/seed_conventions.hpp"
 
 namespace meshfit {
 
@@ -14,6 +15,40 @@ std::string name_list(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
   return s;
+}
+
+// --rules default | sapp-nd[:-NAME,-NAME...]: the profile, and the SAPP-ND conventions switched
+// off (estimators/seed_conventions.hpp; cli.md).
+void apply_rules(const std::string& text, const InputOrigin& origin, Run& run) {
+  const std::size_t colon = text.find(':');
+  const std::string profile = text.substr(0, colon);
+  if (profile == "default" && colon == std::string::npos) {
+    run.rules = Rules::standard;
+    return;
+  }
+  if (profile != "sapp-nd") {
+    throw InputError(origin.source, origin.field("--rules"),
+                     "expected default, sapp-nd or sapp-nd:-CONVENTION,..., got " + quoted_text(text));
+  }
+  run.rules = Rules::sapp_nd;
+  run.seed_off = 0;
+  if (colon == std::string::npos) return;
+  std::string names;
+  for (std::size_t i = 0; i < kSeedConventionCount; ++i)
+    names += (i ? ", " : "") + std::string(kSeedConventionNames[i]);
+  std::size_t at = colon + 1;
+  while (true) {
+    const std::size_t comma = text.find(',', at);
+    const std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const auto found = item.size() > 1 && item[0] == '-' ? seed_convention_named(item.substr(1)) : std::nullopt;
+    if (!found) {
+      throw InputError(origin.source, origin.field("--rules"),
+                       "expected -NAME with NAME one of " + names + ", got " + quoted_text(item));
+    }
+    run.seed_off |= 1U << static_cast<unsigned>(*found);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
 }
 
 }  // namespace
@@ -140,13 +175,7 @@ Run make_run(const RunFlags& flags, bool need_batch, const InputOrigin& origin) 
     throw InputError(origin.source, origin.field("--optimizer"),
                      "expected adamw, sgd_momentum, muon or adafactor, got " + quoted_text(opt));
 
-  if (flags.rules == "default")
-    run.rules = Rules::standard;
-  else if (flags.rules == "sapp-nd")
-    run.rules = Rules::sapp_nd;
-  else
-    throw InputError(origin.source, origin.field("--rules"),
-                     "expected default or sapp-nd, got " + quoted_text(flags.rules));
+  apply_rules(flags.rules, origin, run);
 
   run.flash_attention = !flags.no_flash_attention;
   run.options.account_embedding = run.profile.account_embedding;

@@ -10,6 +10,7 @@
 #include "engine/text_format.hpp"
 #include "engine/uncertainty.hpp"
 #include "engine/utf8_text.hpp"
+#include "estimators/seed_conventions.hpp"
 
 namespace meshfit {
 
@@ -94,7 +95,7 @@ void write_inputs_json(JsonWriter& j, const SearchReport& rep, const std::vector
   j.field("seq", rep.run.seq)
       .field("global_batch", rep.run.global_batch)
       .field("framework", to_string(rep.run.profile.framework))
-      .field("rules", rep.run.rules == Rules::sapp_nd ? "sapp-nd" : "default")
+      .field("rules", rules_text(rep.run))
       .field("precision", rep.run.precision.preset)
       .field("headroom_gib", rep.headroom_bytes / kGiB)
       .field("tight_margin", rep.tight_fraction)

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "estimators/sapp_nd_attention.hpp"
+#include "estimators/seed_conventions.hpp"
+
 namespace meshfit {
 
 double Census::saved_total() const {
@@ -56,7 +59,7 @@ namespace {
 double linear_input_bytes(const Run& run) { return run.options.fp8_saved_matmul_inputs ? 1.0 : run.options.beta_a; }
 
 // §7.4.1 / §7.4.2: the attention block. Returns W_att.
-double attention_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
+double own_attention_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   const RunOptions& o = run.options;
   const double lin = linear_input_bytes(run);
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
@@ -105,6 +108,20 @@ double attention_block(const Model& m, const Run& run, const Strategy& s, Census
   if (o.eager_rope) c.add(Op::other, true, o.beta_a * (a + kv) * dh);
   return flash ? o.beta_a * (a * dh + 2 * kv * dh) + 4 * a * dh + 4 * a
                : o.beta_a * 3 * a * dh + 2 * o.beta_sm * a * seq;
+}
+
+// The attention block: its own ops, or under §17.5.3 SAPP-ND's with the block's norms. W_att stays.
+double attention_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
+  Census own;
+  const double w_att = own_attention_block(m, run, s, own);
+  const bool seed = seed_rule(run, SeedConvention::seed_attention);
+  for (std::size_t op = 0; op < kOpCount; ++op) {
+    if (seed && op != static_cast<std::size_t>(Op::normOp)) continue;
+    c.saved[op] += own.saved[op];
+    c.saved_tp[op] += own.saved_tp[op];
+  }
+  if (seed) sapp_nd::add_attention(m, run, s, c);
+  return w_att;
 }
 
 // What the FFN keeps of its input: its norm's input and the normed input the first matrices read;

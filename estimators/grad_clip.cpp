@@ -1,10 +1,14 @@
 #include "estimators/grad_clip.hpp"
 
 #include "estimators/rules_profile.hpp"
+#include "estimators/seed_conventions.hpp"
 
 namespace meshfit {
 
 bool grad_clip_adjusts(const Run& run) {
+  // §17.5.6: SAPP-ND's configs_eval/default.yaml prices a FULL_REC_LAYER with fullrec_layer_activ,
+  // never EvalBody.fullrec_layer_activ_gradclip: as shipped, the clipping case does not apply.
+  if (seed_rule(run, SeedConvention::no_clip_case)) return false;
   return run.options.grad_clip && (rules_profile(run).clip_copy_always || run.options.grad_clip_seed);
 }
 

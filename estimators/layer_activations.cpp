@@ -4,6 +4,8 @@
 #include <string>
 
 #include "estimators/backward_transients.hpp"
+#include "estimators/sapp_nd_rules.hpp"
+#include "estimators/seed_conventions.hpp"
 
 namespace meshfit {
 
@@ -124,10 +126,12 @@ OutputActivation output_activation(const Model& m, const Run& run, const Strateg
     a.kept = n_cp * kept;
     a.logits = n_cp * std::max(0.0, out->working / sigma + out->working_tp / tp - kept);
   }
+  if (seed_rule(run, SeedConvention::seed_output)) a.kept = sapp_nd::output_node_kept(m, run, s);  // §17.5.7
   return a;
 }
 
 double mtp_depth_kept(const LayerActivation& layer, double n_cp, const Model& m, const Run& run, const Strategy& s) {
+  if (seed_rule(run, SeedConvention::seed_output)) return layer.kept + sapp_nd::mtp_inputs_kept(m, run, s);
   return layer.kept + n_cp * 3 * run.options.beta_a * static_cast<double>(m.hidden) / static_cast<double>(s.sigma());
 }
 

@@ -23,7 +23,7 @@ std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const Sta
 
 double stage_totals(StageMemory& st, const Device& dev, bool has_moe) {
   const double stat = st.static_total();
-  const double backward = stat + st.deferred_grads + st.activations + st.transient;
+  const double backward = stat + st.deferred_grads + st.activations + st.seed_comm + st.transient;
   const double step = stat + st.step_transient;
   st.step_phase_binds = step > backward;
   st.allocated = std::max(backward, step);

@@ -18,6 +18,9 @@
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/rules_profile.hpp"
 #include "estimators/sapp_nd_rules.hpp"
+#include "estimators/sapp_nd_stage.hpp"
+#include "estimators/sapp_nd_tables.hpp"
+#include "estimators/seed_conventions.hpp"
 #include "estimators/strategy_rules.hpp"
 #include "estimators/tp_overlap_buffers.hpp"
 #include "estimators/zero_buffers.hpp"
@@ -113,6 +116,12 @@ Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strate
   t.vocab_states = model_states(ends.vocab, t.z, run, true, t.keep_gathered);
   t.final_norm_states = model_states(ends.final_norm, t.z, run, false, t.keep_gathered);
   t.mtp_extra_states = model_states(ends.mtp_extra, t.z, run, false, t.keep_gathered);
+  if (seed_rule(run, SeedConvention::table_shard)) {  // §17.5.4
+    const sapp_nd::TableStates seed = sapp_nd::table_states(m, run, s);
+    t.embedding_states = seed.embedding;
+    t.vocab_states = seed.output;
+    t.mtp_extra_states = seed.mtp_extra;
+  }
   t.embedding_total = ends.embedding.total();
   t.vocab_total = ends.vocab.total();
   t.final_norm_total = ends.final_norm.total();
@@ -375,6 +384,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     stage_model_states(st, w, m, run, s, t);
     stage_activations(st, w, run, s, t, i);
     stage_transients(st, w, has_moe, m, run, s, t);
+    sapp_nd::apply_seed_stage(st, m, run, s, layout, st.chunk_inflight);  // §17.5 (sapp-nd only)
     // §11: totals.
     const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && t.split_ends && (st.embedding || st.head)};
     st.communicators = communicator_count(s, m.is_moe(), groups);

@@ -207,6 +207,9 @@ struct Run {
   Precision precision;
   Optimizer optimizer = Optimizer::adamw;
   Rules rules = Rules::standard;
+  // Under Rules::sapp_nd: the SAPP-ND conventions switched off, one bit per SeedConvention
+  // (estimators/seed_conventions.hpp); none by default.
+  std::uint32_t seed_off = 0;
   bool flash_attention = true;
   RunOptions options;
 

@@ -9,11 +9,13 @@
 namespace meshfit::sapp_nd {
 
 // §17.2, from SAPP-ND's derive_expert_degrees and derive_optimizer_sharding.
-Factors factors(const Model& m, const Strategy& s) {
+Factors factors(const Model& m, const Strategy& s, bool literal_etp) {
   Factors f;
   const double tp = static_cast<double>(s.tp), dp = static_cast<double>(s.dp), cp = static_cast<double>(s.cp);
   const double G = static_cast<double>(s.shard_group);
-  if (s.etp > 1) {
+  // SAPP-ND's _CostModelParser.config_dp_tp_exp takes the etp branch whenever the field is truthy:
+  // MindFormers' `expert_model_parallel: 1` (CostModelParserMindformers) lands there too.
+  if (s.etp > 1 || (literal_etp && s.etp >= 1)) {
     f.tp_exp = static_cast<double>(s.etp);
     // The seed's integer degree (SAPP-ND divides whole device counts), clamped below.
     f.dp_exp = static_cast<double>((s.dp * s.tp * s.cp) / s.etp / s.ep);  // NOLINT(bugprone-integer-division)
@@ -138,6 +140,19 @@ Device overheads(Device d) {
   d.overhead_context = d.overhead_per_communicator = d.overhead_workspaces = d.overhead_ep_library = 0;
   d.overhead_fixed = 1024.0 * 1024.0 * 1024.0;
   return d;
+}
+
+double output_node_kept(const Model& m, const Run& run, const Strategy& s) {
+  const double tokens = static_cast<double>(run.seq * s.micro_batch);
+  return tokens *
+         (run.options.beta_n * static_cast<double>(m.hidden) + run.options.beta_a * static_cast<double>(m.vocab));
+}
+
+double mtp_inputs_kept(const Model& m, const Run& run, const Strategy& s) {
+  const double tokens = static_cast<double>(run.seq * s.micro_batch), h = static_cast<double>(m.hidden);
+  // EvalHead.activ_embed: β_a·s·b·h/(tp·cp).
+  const double embedding = run.options.beta_a * tokens * h / static_cast<double>(s.tp * s.cp);
+  return tokens * 3 * h * run.options.beta_a + embedding;
 }
 
 double full_layer_input(const Model& m, const Run& run, const Strategy& s) {

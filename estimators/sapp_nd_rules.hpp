@@ -19,7 +19,9 @@ struct Factors {
   double tp_exp = 1, dp_exp = 1, os_max_shard = 1;
   double os_ne = 1, g_ne = 1, os_e = 1, g_e = 1, os_sh = 1, g_sh = 1;
 };
-Factors factors(const Model& m, const Strategy& s);
+// `literal_etp` (§17.5.2, SeedConvention::expert_tp_literal): SAPP-ND's parser takes a stated
+// `expert_model_parallel` as the expert TP degree whatever its value, so etp = 1 gives tp_exp = 1.
+Factors factors(const Model& m, const Strategy& s, bool literal_etp = false);
 // Ruling 5: the optimizer-shard degree tp·G/cp must be whole under this profile.
 bool factors_whole(const Strategy& s);
 
@@ -46,6 +48,12 @@ double cp_buffer(const Model& m, const Run& run, const Strategy& s, std::int64_t
 double gathered_kv(const Model& m, const Run& run, const Strategy& s);
 // Item 9: a fully recomputed layer keeps its input for the whole sequence (no /cp), per micro-batch.
 double full_layer_input(const Model& m, const Run& run, const Strategy& s);
+// §17.5.7 (SeedConvention::seed_output), per micro-batch: what the output node keeps
+// (EvalTailSingle.activ_out_single: the final norm's input and the whole-vocabulary logits in the
+// compute dtype over s·b tokens, shard_output_activ = 1), and what each MTP depth keeps besides
+// its layer (EvalMTP.activ_mtp: its 3h inputs over s·b tokens and the embedding's activation).
+double output_node_kept(const Model& m, const Run& run, const Strategy& s);
+double mtp_inputs_kept(const Model& m, const Run& run, const Strategy& s);
 // Item 14: φ = 0, no overheads but a fixed 1 GiB safety buffer.
 Device overheads(Device d);
 

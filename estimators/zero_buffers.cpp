@@ -4,6 +4,7 @@
 
 #include "estimators/rules_profile.hpp"
 #include "estimators/sapp_nd_rules.hpp"
+#include "estimators/seed_conventions.hpp"
 
 namespace meshfit {
 
@@ -14,7 +15,7 @@ LayerStates layer_states(const Model& m, const Run& run, const Strategy& s, FfnK
   LayerStates k;
   if (s.zero == 3 && reshard) k.gathered_params = gathered_layer_params(layer, run);
   if (rules_profile(run).layer_counts == LayerCounts::seed_counts) {
-    const sapp_nd::Factors f = sapp_nd::factors(m, s);
+    const sapp_nd::Factors f = sapp_nd::factors(m, s, seed_rule(run, SeedConvention::expert_tp_literal));
     const sapp_nd::Counts counts = sapp_nd::counts(m, ffn, s);
     k.states = sapp_nd::layer_states(counts, f, run);
     if (keep_gathered) k.states.gathered = run.precision.beta_gather * layer.total();
@@ -54,6 +55,8 @@ double grad_bucket_transient(double largest_reduce_buffers, const Strategy& s, c
 }
 
 double optimizer_step_transient(const ModelStates& states, const Strategy& s, const Run& run) {
+  // §17.5.8: SAPP-ND prices the end of the warm-up only; it has no optimizer-step phase.
+  if (seed_rule(run, SeedConvention::no_step_phase)) return 0;
   // Megatron's fp32 copy of the shard's gradients (FrameworkProfile::step_casts_grads_to_fp32).
   const double cast = run.profile.step_casts_grads_to_fp32 && run.precision.beta_G < 4 ? 4 : 0;
   // An offloaded optimizer steps on the host: its temporaries are host memory (§6.4).

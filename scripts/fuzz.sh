@@ -37,10 +37,11 @@ seeds() {
     fuzz_search_file) echo tests/data/search tests/data/run-options ;;
     fuzz_strategy_string) echo tests/fuzz/corpus/strategy ;;
     fuzz_train_yaml) echo tests/data/export tests/data/bad-input ;;
+    fuzz_sapp_nd_config) echo tests/data/sapp-nd ;;
     fuzz_sweep_file) echo tests/data/sweep ;;
   esac
 }
-for t in fuzz_config_json fuzz_device_yaml fuzz_manifest fuzz_search_file fuzz_strategy_string fuzz_train_yaml fuzz_sweep_file; do
+for t in fuzz_config_json fuzz_device_yaml fuzz_manifest fuzz_search_file fuzz_strategy_string fuzz_train_yaml fuzz_sweep_file fuzz_sapp_nd_config; do
   corpus=build-fuzz/corpus/$t
   mkdir -p "$corpus"
   echo "fuzz: $t for ${seconds}s" >&2

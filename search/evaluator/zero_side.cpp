@@ -12,6 +12,9 @@
 #include "estimators/host_memory.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/overheads.hpp"
+#include "estimators/sapp_nd_stage.hpp"
+#include "estimators/sapp_nd_tables.hpp"
+#include "estimators/seed_conventions.hpp"
 #include "estimators/tp_overlap_buffers.hpp"
 #include "estimators/zero_buffers.hpp"
 #include "search/evaluator/layout_plan.hpp"
@@ -137,6 +140,12 @@ void stage_states(StaticSide& statics, const ActivationSide& side, const LayoutP
       model_states(t.ends.final_norm, t.z, run, false, t.keep_gathered);
   end_states[static_cast<std::size_t>(Part::mtp_extra)] =
       model_states(t.ends.mtp_extra, t.z, run, false, t.keep_gathered);
+  if (seed_rule(run, SeedConvention::table_shard)) {  // §17.5.4
+    const sapp_nd::TableStates seed = sapp_nd::table_states(m, run, t.s);
+    end_states[static_cast<std::size_t>(Part::embedding)] = seed.embedding;
+    end_states[static_cast<std::size_t>(Part::vocab)] = seed.output;
+    end_states[static_cast<std::size_t>(Part::mtp_extra)] = seed.mtp_extra;
+  }
   const auto pp = static_cast<std::size_t>(t.s.pp);
   statics.stages.assign(pp, ModelStates{});
   statics.held.assign(pp, 0.0);
@@ -384,6 +393,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
       copy_totals(st, a.partial);
     }
     total_stage(st, a, statics, side, t, iu);
+    sapp_nd::apply_seed_stage(st, m, run, s, layout, a.partial.chunk_inflight);  // §17.5 (sapp-nd only)
     st.host = statics.stages[iu].host;
     st.tp_overlap_buffers = tp_overlap_buffer_bytes(m, run, s);
     report.static_floor = std::max(report.static_floor, stage_totals(st, dev, a.has_moe));

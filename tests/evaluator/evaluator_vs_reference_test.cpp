@@ -153,7 +153,7 @@ struct SpaceSpec {
 
 }  // namespace
 
-TEST_CASE("reference models = fast models on 100,000+ strategies of 24 spaces") {
+TEST_CASE("reference models = fast models on 100,000+ strategies of 27 spaces") {
   const std::string d = test::data_path("models/");
   const std::vector<SpaceSpec> specs = {
       {"llama-3.1-8b", 8, 4096, 64},
@@ -170,6 +170,11 @@ TEST_CASE("reference models = fast models on 100,000+ strategies of 24 spaces") 
       {"qwen3-30b-a3b", 16, 4096, 64, "megatron", "sapp-nd", true},
       {"deepseek-v3", 256, 4096, 1024},
       {"deepseek-v3", 1024, 4096, 4096, "megatron", "sapp-nd"},
+      // SAPP-ND's conventions (memory-model.md §17.5) switched off in turn.
+      {"deepseek-v3", 512, 4096, 2048, "megatron", "sapp-nd:-resident_comm,-seed_attention,-no_step_phase"},
+      {"mixtral-8x7b", 32, 4096, 128, "megatron", "sapp-nd:-last_node_overhead,-table_shard,-seed_output"},
+      {"qwen3-30b-a3b", 16, 4096, 64, "megatron", "sapp-nd:-expert_tp_literal,-no_clip_case", false,
+       "grad_clip: true\n"},
       {"deepseek-v3", 512, 4096, 2048, "megatron", "default", false, "grad_clip: true\ngrad_clip_model: seed\n"},
       {d + "deepseek-v2-lite.json", 16, 2048, 64, "megatron", "default", true},
       {d + "gpt2.json", 8, 1024, 32, "megatron", "default", true},
