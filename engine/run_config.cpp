@@ -95,6 +95,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.unfused_score_bytes_backward = f.optional_number("unfused_score_bytes_backward", 0, 1000).value_or(0);
   p.fp8_gemm_speedup = f.optional_number("fp8_gemm_speedup", 1e-3, 10).value_or(1);
   p.tp_overlap_efficiency = f.optional_number("tp_overlap_efficiency", 0, 1).value_or(1);
+  p.recompute_switches = f.optional_string("recompute_switches").value_or("");
   p.step_casts_grads_to_fp32 = f.optional_bool("step_casts_grads_to_fp32").value_or(false);
   p.fused_swiglu = f.optional_bool("fused_swiglu").value_or(true);
   p.moe_fp32_combine = f.optional_bool("moe_fp32_combine").value_or(false);
@@ -184,6 +185,12 @@ Run make_run(const RunFlags& flags, bool need_batch, const InputOrigin& origin) 
   run.options.loss_parallel_transient_bytes = run.profile.loss_parallel_transient_bytes;
   run.options.output_saves_gathered_input = run.profile.output_saves_gathered_input;
   run.options.fused_swiglu = run.profile.fused_swiglu;
+  // The framework's selective recompute (torchtitan's per-op SAC), before the run options and
+  // --recompute-switches, which override it.
+  if (!run.profile.recompute_switches.empty()) {
+    apply_recompute_switches(YAML::Node(run.profile.recompute_switches), origin.source, origin.field("--framework"),
+                             run);
+  }
   if (flags.run_options_file) {
     apply_run_options(load_yaml_file(*flags.run_options_file), *flags.run_options_file, run);
   }

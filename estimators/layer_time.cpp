@@ -162,6 +162,15 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     forward *= 1 - o.tp_overlap;  // §7.6: ω_tp hidden
     t.tp_forward = forward;
     t.tp = 2 * forward;
+    // Full recompute repeats every forward collective. torchtitan's per-op SAC saves the
+    // reduce-scatters' outputs but not the all-gathers' (distributed/activation_checkpoint.py,
+    // its comm_ops list), and the backward needs each all-gathered input for its weight gradient:
+    // the all-gathers run again, half of SP's forward collectives (an all-gather takes a
+    // reduce-scatter's time, collectives.cpp).
+    t.tp_recompute[static_cast<int>(Recompute::full)] = forward;
+    if (s.sp && o.selective_policy == SelectivePolicy::torchtitan_op_sac) {
+      t.tp_recompute[static_cast<int>(Recompute::selective)] = forward / 2;
+    }
   }
 }
 

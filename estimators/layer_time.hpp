@@ -29,6 +29,7 @@ struct LayerTime {
   // Exposed communication, forward + backward, and the forward part a recompute repeats.
   double tp = 0, cp = 0, ep = 0;
   double tp_forward = 0, cp_forward = 0, ep_forward = 0;
+  double tp_recompute[3] = {0, 0, 0};                    // TP communication each recompute mode repeats
   bool recompute_repeats_cp[3] = {false, false, false};  // selective sets that recompute the core
   double projection_forward = 0;  // the projection GEMMs' forward, which TP collectives can overlap
 };

@@ -25,7 +25,7 @@ void add_layer(StageTime& st, StageParams& p, const LayerTime& t, const RankPara
   st.backward += t.backward;
   st.weight_grad += t.weight_grad;
   st.recompute += t.recompute[k];
-  st.comm_tp += t.tp + (mode == Recompute::full ? t.tp_forward : 0);
+  st.comm_tp += t.tp + t.tp_recompute[k];
   st.comm_ep += t.ep + (mode == Recompute::full ? t.ep_forward : 0);
   st.comm_cp += t.cp + (t.recompute_repeats_cp[k] ? t.cp_forward : 0);
   p.P_d += params.non_expert + params.shared;

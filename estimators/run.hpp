@@ -74,6 +74,9 @@ struct FrameworkProfile {
   double unfused_score_bytes_forward = 0, unfused_score_bytes_backward = 0;
   double fp8_gemm_speedup = 1.0;          // FP8 linear GEMMs against bf16, net of the casts
   double fp8_rowwise_gemm_speedup = 1.0;  // the same with rowwise scales (Fp8Scaling::rowwise)
+  // The framework's own selective recompute, as a run options' recompute_switches preset name
+  // (memory-model.md §7.5); empty: the run options' default, megatron_core_attn.
+  std::string recompute_switches;
   // ω_d: the share of the ideal decomposed TP overlap (tp_comm_overlap; search-and-time.md §7.5)
   // that the framework's implementation realises, calibrated on paired runs with and without it.
   double tp_overlap_efficiency = 1.0;

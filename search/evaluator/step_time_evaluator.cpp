@@ -95,12 +95,9 @@ void stage_compute(StageCompute& sc, const StageTerms& t, std::int64_t i) {
     st.backward += n * lt.backward;
     st.weight_grad += n * lt.weight_grad;
     st.recompute += n * lt.recompute[k];
-    double tp_l = lt.tp, ep_l = lt.ep, cp_l = lt.cp;
+    double tp_l = lt.tp + lt.tp_recompute[k], ep_l = lt.ep, cp_l = lt.cp;
     // Recompute repeats the forward communication of what it recomputes (§7.5).
-    if (mode == Recompute::full) {
-      tp_l += lt.tp_forward;
-      ep_l += lt.ep_forward;
-    }
+    if (mode == Recompute::full) ep_l += lt.ep_forward;
     if (lt.recompute_repeats_cp[k]) cp_l += lt.cp_forward;
     tp_c += n * tp_l;
     cp_c += n * cp_l;

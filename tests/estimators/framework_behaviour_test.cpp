@@ -4,6 +4,9 @@
 #include "estimator_fixture.hpp"
 #include "estimators/activation_census.hpp"
 #include "estimators/layer_activations.hpp"
+#include "estimators/layer_time.hpp"
+#include "estimators/reference_step_time.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 
 using namespace meshfit;
 using meshfit::test::make_case;
@@ -164,4 +167,39 @@ TEST_CASE("eager torchtitan keeps SwiGLU unfused and the MoE combine's fp32 copy
   const double b = analytic_census(compiled.model, compiled.run, compiled.strategy, FfnKind::moe).saved_total() +
                    analytic_census(compiled.model, compiled.run, compiled.strategy, FfnKind::moe).saved_tp_total();
   CHECK(a - b == 77'824);
+}
+
+TEST_CASE("torchtitan's selective recompute is its per-op SAC unless the run says otherwise") {
+  // torchtitan.yaml: recompute_switches torchtitan_op, what `export --to torchtitan` writes.
+  const auto t = make_case("llama-3.1-8b", 8, 8192, 8, "dp=8,zero=3,recompute=selective", "torchtitan");
+  CHECK(t.run.options.selective_policy == SelectivePolicy::torchtitan_op_sac);
+  const auto m = make_case("llama-3.1-8b", 8, 8192, 8, "dp=8,zero=1,recompute=selective", "megatron");
+  CHECK(m.run.options.selective_policy == SelectivePolicy::switches);
+  CHECK(m.run.options.switches == RecomputeSwitches::megatron_core_attn());
+}
+
+TEST_CASE("per-op SAC repeats SP's all-gathers in the backward; full recompute every collective") {
+  // torchtitan's SAC saves reduce-scatter outputs, not all-gather outputs, and each matmul's
+  // weight gradient needs its all-gathered input: with SP the two all-gathers of a layer (half
+  // of its forward collectives, an all-gather and a reduce-scatter of S = b·s·h·β_a taking the
+  // same time) run again. Megatron's core-attention recompute saves its layer input: nothing.
+  const auto t = make_case("llama-3.1-70b", 64, 8192, 64, "dp=8,tp=8,sp=true,zero=3,recompute=selective", "torchtitan");
+  const LayerTime lt = layer_time(t.model, t.run, t.cluster.device, t.strategy, FfnKind::dense);
+  REQUIRE(lt.tp_forward > 0);
+  CHECK(lt.tp_recompute[static_cast<int>(Recompute::selective)] == lt.tp_forward / 2);
+  CHECK(lt.tp_recompute[static_cast<int>(Recompute::full)] == lt.tp_forward);
+  CHECK(lt.tp_recompute[static_cast<int>(Recompute::none)] == 0);
+  const auto m = make_case("llama-3.1-70b", 64, 8192, 64, "dp=8,tp=8,sp=true,zero=1,recompute=selective", "megatron");
+  CHECK(layer_time(m.model, m.run, m.cluster.device, m.strategy, FfnKind::dense)
+            .tp_recompute[static_cast<int>(Recompute::selective)] == 0);
+  // The stage adds it per layer and micro-batch: 80 layers × m = 8 beyond recompute = none.
+  auto none = t;
+  none.strategy.recompute = Recompute::none;
+  const TimeReport a = reference_step_time(t.model, t.run, t.cluster, t.strategy);
+  const TimeReport b = reference_step_time(none.model, none.run, none.cluster, none.strategy);
+  CHECK(a.comm_tp - b.comm_tp == doctest::Approx(80 * 8 * lt.tp_forward / 2));
+  // The search's evaluator adds n equal layers as n·x, the reference x n times (1e-12 apart).
+  const TimeReport fast = estimate_step_time(t.model, t.run, t.cluster, t.strategy);
+  CHECK(fast.comm_tp == doctest::Approx(a.comm_tp).epsilon(1e-12));
+  CHECK(fast.step == doctest::Approx(a.step).epsilon(1e-12));
 }
