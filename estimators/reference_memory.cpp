@@ -371,6 +371,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
   const Device dev = profile_device(rules_profile(run), cluster.device);
   const PipelineLayout layout = make_layout(m, run, s);
   Terms t = terms(m, run, cluster, s, layout);
+  const double tp_overlap = tp_overlap_buffer_bytes(m, run, s);  // the same on every stage
   MemoryReport report;
   report.capacity = dev.capacity;
   report.budget = dev.capacity - headroom_bytes;
@@ -388,7 +389,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     // §11: totals.
     const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && t.split_ends && (st.embedding || st.head)};
     st.communicators = communicator_count(s, m.is_moe(), groups);
-    st.tp_overlap_buffers = tp_overlap_buffer_bytes(m, run, s);
+    st.tp_overlap_buffers = tp_overlap;
     report.static_floor = std::max(report.static_floor, stage_totals(st, dev, has_moe));
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;

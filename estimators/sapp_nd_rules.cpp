@@ -15,7 +15,7 @@ Factors factors(const Model& m, const Strategy& s, bool literal_etp) {
   const double G = static_cast<double>(s.shard_group);
   // SAPP-ND's _CostModelParser.config_dp_tp_exp takes the etp branch whenever the field is truthy:
   // MindFormers' `expert_model_parallel: 1` (CostModelParserMindformers) lands there too.
-  if (s.etp > 1 || (literal_etp && s.etp >= 1)) {
+  if (s.etp > 1 || literal_etp) {
     f.tp_exp = static_cast<double>(s.etp);
     // The seed's integer degree (SAPP-ND divides whole device counts), clamped below.
     f.dp_exp = static_cast<double>((s.dp * s.tp * s.cp) / s.etp / s.ep);  // NOLINT(bugprone-integer-division)

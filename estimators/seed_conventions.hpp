@@ -45,12 +45,12 @@ inline bool seed_rule(const Run& run, SeedConvention c) {
 // "sapp-nd:-NAME,-NAME" (the conventions off, in their order above).
 inline std::string rules_text(const Run& run) {
   if (run.rules != Rules::sapp_nd) return "default";
-  std::string text = "sapp-nd";
+  std::string off;
   for (std::size_t i = 0; i < kSeedConventionCount; ++i) {
     if ((run.seed_off & (1U << i)) == 0) continue;
-    text += (text.size() == 7 ? ":-" : ",-") + std::string(kSeedConventionNames[i]);
+    off += (off.empty() ? ":-" : ",-") + std::string(kSeedConventionNames[i]);
   }
-  return text;
+  return "sapp-nd" + off;
 }
 
 }  // namespace meshfit

@@ -374,8 +374,9 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     fill_statics(statics, side, plan, t);
   }
   size_stages(report, spare, detail ? static_cast<std::size_t>(s.pp) : 0);
+  const double tp_overlap = tp_overlap_buffer_bytes(m, run, s);  // the same on every stage
   if (totals_only) {
-    finish_totals(report, side, statics, dev, s, t.gather_per_layer, t.x_sp, tp_overlap_buffer_bytes(m, run, s),
+    finish_totals(report, side, statics, dev, s, t.gather_per_layer, t.x_sp, tp_overlap,
                   run.options.fit_factor_for(s.recompute));
     return;
   }
@@ -395,7 +396,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     total_stage(st, a, statics, side, t, iu);
     sapp_nd::apply_seed_stage(st, m, run, s, layout, a.partial.chunk_inflight);  // §17.5 (sapp-nd only)
     st.host = statics.stages[iu].host;
-    st.tp_overlap_buffers = tp_overlap_buffer_bytes(m, run, s);
+    st.tp_overlap_buffers = tp_overlap;
     report.static_floor = std::max(report.static_floor, stage_totals(st, dev, a.has_moe));
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;
