@@ -94,6 +94,9 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.unfused_score_bytes_forward = f.optional_number("unfused_score_bytes_forward", 0, 1000).value_or(0);
   p.unfused_score_bytes_backward = f.optional_number("unfused_score_bytes_backward", 0, 1000).value_or(0);
   p.fp8_gemm_speedup = f.optional_number("fp8_gemm_speedup", 1e-3, 10).value_or(1);
+  const std::string fp8_casts = f.optional_string("fp8_casts").value_or("none");
+  if (fp8_casts != "none" && fp8_casts != "torchao") f.fail("fp8_casts", "none or torchao");
+  p.fp8_casts = fp8_casts == "torchao" ? Fp8Casts::torchao : Fp8Casts::none;
   p.tp_overlap_efficiency = f.optional_number("tp_overlap_efficiency", 0, 1).value_or(1);
   p.recompute_switches = f.optional_string("recompute_switches").value_or("");
   p.step_casts_grads_to_fp32 = f.optional_bool("step_casts_grads_to_fp32").value_or(false);

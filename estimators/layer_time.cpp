@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "estimators/collectives.hpp"
+#include "estimators/fp8_casts.hpp"
 #include "estimators/layer_activations.hpp"
 #include "estimators/rank_layout.hpp"
 
@@ -111,6 +112,11 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     t.backward += 2 * t_e;
   }
 
+  // Dynamic FP8 scaling's casts (fp8_casts.hpp), memory-bound like the elementwise ops.
+  const Fp8CastBytes casts = fp8_cast_bytes(m, run, s, ffn, rho);
+  t.forward += casts.forward / (d.eta_hbm * d.hbm_bandwidth);
+  t.backward += casts.backward / (d.eta_hbm * d.hbm_bandwidth);
+
   // Recompute (§7.2): full repeats the forward; selective repeats what its switches drop.
   t.recompute[static_cast<int>(Recompute::full)] = t.forward;
   const int sel = static_cast<int>(Recompute::selective);
@@ -141,13 +147,18 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
   if (s.tp > 1) {
     const Group tp = make_group(d, 1, s.tp, tree);
     const double S = n_cp * h * beta_a;
-    double forward;
+    double forward, gathers = 0;
     if (s.sp) {
       const double pairs = ffn == FfnKind::dense ? 2 : 1 + (m.shared_experts > 0 ? 1 : 0);
-      forward = pairs * (all_gather(tp, S) + reduce_scatter(tp, S));
+      // Under torchao's float8 TP the all-gathers carry float8 (fp8_casts.hpp); the
+      // reduce-scatters stay bf16.
+      const double S_ag = fp8_tp_all_gathers(run, s) ? n_cp * h : S;
+      gathers = pairs * all_gather(tp, S_ag);
+      forward = gathers + pairs * reduce_scatter(tp, S);
     } else {
       forward = 2 * all_reduce(tp, S);
     }
+    const double share = forward > 0 ? gathers / forward : 0;  // the all-gathers' part
     if (s.tp_comm_overlap) {
       // Collective and dependent GEMM each cut into tp pieces and pipelined (Wang et al., ASPLOS
       // 2023, "Overlap Communication with Dependent Computation via Decomposition"; Transformer
@@ -165,11 +176,10 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     // Full recompute repeats every forward collective. torchtitan's per-op SAC saves the
     // reduce-scatters' outputs but not the all-gathers' (distributed/activation_checkpoint.py,
     // its comm_ops list), and the backward needs each all-gathered input for its weight gradient:
-    // the all-gathers run again, half of SP's forward collectives (an all-gather takes a
-    // reduce-scatter's time, collectives.cpp).
+    // the all-gathers run again: their share of SP's forward collectives.
     t.tp_recompute[static_cast<int>(Recompute::full)] = forward;
     if (s.sp && o.selective_policy == SelectivePolicy::torchtitan_op_sac) {
-      t.tp_recompute[static_cast<int>(Recompute::selective)] = forward / 2;
+      t.tp_recompute[static_cast<int>(Recompute::selective)] = forward * share;
     }
   }
 }

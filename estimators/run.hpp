@@ -34,6 +34,11 @@ struct Precision {
 // ranks) or torchtitan's (etp = 1, ep divides the FSDP mesh × tp).
 enum class ExpertRule : std::uint8_t { megatron, torchtitan };
 
+// Whether the framework's FP8 casts are priced as HBM traffic of their own: none (the GEMM speedup
+// is net of them, as Transformer Engine fuses them into its norm and activation kernels) or
+// torchao's float8 training kernels (fp8_casts.hpp).
+enum class Fp8Casts : std::uint8_t { none, torchao };
+
 // Defaults a framework imposes (§2.6); any of them can be overridden by an explicit run field.
 struct FrameworkProfile {
   Framework framework = Framework::megatron;
@@ -72,8 +77,11 @@ struct FrameworkProfile {
   // Without flash attention the s×s scores pass through HBM (the framework's score, softmax and
   // dropout kernels): bytes per score element, forward and backward (§7.3). 0: not priced.
   double unfused_score_bytes_forward = 0, unfused_score_bytes_backward = 0;
-  double fp8_gemm_speedup = 1.0;          // FP8 linear GEMMs against bf16, net of the casts
+  // FP8 linear GEMMs against bf16: net of the operands' casts when fp8_casts is none, the GEMMs
+  // alone when the casts are priced as HBM traffic (fp8_casts.hpp).
+  double fp8_gemm_speedup = 1.0;
   double fp8_rowwise_gemm_speedup = 1.0;  // the same with rowwise scales (Fp8Scaling::rowwise)
+  Fp8Casts fp8_casts = Fp8Casts::none;
   // The framework's own selective recompute, as a run options' recompute_switches preset name
   // (memory-model.md §7.5); empty: the run options' default, megatron_core_attn.
   std::string recompute_switches;
