@@ -195,10 +195,22 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   const Fields p(c.raw("precision"), src, "precision");
   const Fields feat(c.raw("features"), src, "features");
   RunFlags flags;
-  if (!r.has("seq_len")) {
-    throw NotStated(src, "run.seq_len", "not stated by the source, and the estimate needs it");
+  if (r.has("seq_len")) {
+    flags.seq = r.required_int("seq_len");
+  } else {
+    // No framework has a default sequence length (Megatron's --seq-length is required); what a
+    // run of an unstated length most likely used is the context the model was trained for, its
+    // config's max_position_embeddings, where the case's model states it.
+    const Fields mf(c.raw("model"), src, "model");
+    const auto context = mf.optional_int("max_position_embeddings", 1);
+    if (!context) {
+      throw NotStated(src, "run.seq_len",
+                      "not stated by the source, and the estimate needs it (nor does model.max_position_embeddings "
+                      "give the model's context)");
+    }
+    flags.seq = *context;
+    notes.push_back("null seq_len -> " + std::to_string(*context) + " (model.max_position_embeddings)");
   }
-  flags.seq = r.required_int("seq_len");
   flags.global_batch = r.required_int("global_batch_size");
   // A source that does not print its micro-batch size (the validation README: a tool applies the
   // framework's default and says so): 1, Megatron's and NeMo's usual setting for these runs.
@@ -406,6 +418,11 @@ void read_case_measured(ValidationCase& vc, const Fields& c, const std::string& 
   vc.cluster = Cluster{case_device(Fields(c.raw("device"), src, "device"), notes), world};
   const Fields me(c.raw("measured"), src, "measured");
   vc.measured_gib = me.optional_number("value_gib", 1e-6, 1e6);
+  const std::string confidence = me.optional_string("confidence").value_or("");
+  if (!confidence.empty() && confidence != "high" && confidence != "medium" && confidence != "low") {
+    me.fail("confidence", "expected high, medium, low or null, got " + quoted_text(confidence));
+  }
+  vc.low_confidence = confidence == "low";
   const std::string metric = me.optional_string("metric").value_or("");
   vc.metric = metric == "reserved"    ? MemoryMetric::reserved
               : metric == "allocated" ? MemoryMetric::allocated

@@ -29,6 +29,9 @@ struct ValidationCase {
   // framework's own memory report leads with (Megatron: peak allocated; others: reserved).
   MemoryMetric compared = MemoryMetric::reserved;
   std::optional<double> measured_gib;  // null: a throughput-only case
+  // The case's measured.confidence is `low`: reported, but outside the memory targets and gates
+  // (issue 20 sets them for high- and medium-confidence measurements).
+  bool low_confidence = false;
   std::optional<double> measured_tokens_per_sec;
   std::vector<std::string> defaults_taken;  // "null X -> Y" notes
 };

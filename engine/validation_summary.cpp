@@ -43,6 +43,12 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+void MemoryErrors::add(const Row& r) {
+  abs_errors.push_back(std::fabs(*r.error));
+  if (!under || *r.error < *under->error) under = &r;
+  if (!over || *r.error > *over->error) over = &r;
+}
+
 // `s` is not copied or moved after this: its worst-case pointers point into its rows.
 void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
   s.rows.reserve(cases.size());
@@ -52,6 +58,7 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
       s.abs_errors.push_back(std::fabs(*r.error));
       if (!s.under || *r.error < *s.under->error) s.under = &r;
       if (!s.over || *r.error > *s.over->error) s.over = &r;
+      if (!r.c->low_confidence) s.confident.add(r);
     }
     if (r.tokens_error) {
       s.tokens_abs.push_back(std::fabs(*r.tokens_error));
@@ -60,6 +67,7 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
     }
   }
   s.med = median(s.abs_errors);
+  s.confident.med = median(s.confident.abs_errors);
   s.tokens_med = median(s.tokens_abs);
   s.within = std::count_if(s.abs_errors.begin(), s.abs_errors.end(), [](double e) { return e <= 0.10; });
   std::vector<RankedRun> memory, tokens;
@@ -91,6 +99,7 @@ std::vector<Group> groups_of(const Summary& s, const std::string& by) {
 
 // Each case's measured / estimate, memory and step time, for data/uncertainty/residuals.yaml. A
 // throughput the case's own shape cannot reach (implied MFU above 1) gives no step-time residual.
+// Low-confidence measurements count: runs to come carry uncertain settings too.
 std::vector<Residual> residuals_of(const Summary& s) {
   std::vector<Residual> out;
   for (const auto& r : s.rows) {

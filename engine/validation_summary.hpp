@@ -34,6 +34,15 @@ Row compare_case(const ValidationCase& c);
 
 double median(std::vector<double> v);
 
+// The median absolute memory error and the worst under- and over-estimates of a set of rows.
+struct MemoryErrors {
+  std::vector<double> abs_errors;
+  const Row* under = nullptr;
+  const Row* over = nullptr;
+  double med = 0;  // set once every row is added
+  void add(const Row& r);
+};
+
 // The comparison of every case, and its summary: the median absolute error and the worst
 // under- and over-estimates, for memory and for throughput.
 struct Summary {
@@ -44,7 +53,9 @@ struct Summary {
   const Row* tok_under = nullptr;
   const Row* tok_over = nullptr;
   double med = 0, tokens_med = 0;
-  std::int64_t within = 0;                    // memory cases within 10%
+  std::int64_t within = 0;  // memory cases within 10%
+  // The memory cases of high or medium confidence: the set the targets and the gates judge.
+  MemoryErrors confident;
   RankingAgreement memory_rank, tokens_rank;  // within each source
 };
 
@@ -62,6 +73,7 @@ std::vector<Group> groups_of(const Summary& s, const std::string& by);
 
 // Each case's measured / estimate, memory and step time, for data/uncertainty/residuals.yaml. A
 // throughput the case's own shape cannot reach (implied MFU above 1) gives no step-time residual.
+// Low-confidence measurements count: runs to come carry uncertain settings too.
 std::vector<Residual> residuals_of(const Summary& s);
 
 // How many measurements fall inside their band (p10–p90, which should hold about 80%), each band

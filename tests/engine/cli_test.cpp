@@ -199,6 +199,33 @@ TEST_CASE("validate: per-case errors and the summary; a malformed case names its
   CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--group-by", "color"}).code == 2);
 }
 
+TEST_CASE("validate: an unstated sequence length is the model's context; low confidence is not gated") {
+  // seq-from-context is two-cases.yaml's Megatron case with seq_len null and the model's
+  // max_position_embeddings 4096: the same estimate as the case that states 4096.
+  const auto stated = run({"validate", data_path("validation/two-cases.yaml"), "--format", "json"});
+  const auto unstated = run({"validate", data_path("validation/unstated.yaml"), "--format", "json"});
+  REQUIRE(stated.code == 0);
+  REQUIRE(unstated.code == 0);
+  const YAML::Node a = YAML::Load(stated.out)["cases"][1];
+  const YAML::Node b = YAML::Load(unstated.out)["cases"][0];
+  CHECK(b["id"].as<std::string>() == "seq-from-context");
+  CHECK(b["estimate_gib"].as<double>() == a["estimate_gib"].as<double>());
+  CHECK(unstated.out.find("null seq_len -> 4096 (model.max_position_embeddings)") != std::string::npos);
+  // Without the model's context the case is listed, not estimated.
+  const YAML::Node skipped = YAML::Load(unstated.out)["not_estimated"];
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0]["id"].as<std::string>() == "seq-unknown");
+  CHECK(skipped[0]["not_stated"].as<std::string>() == "run.seq_len");
+  // low-confidence measured 100 GiB against the 44.4 GiB estimate (-55.6 %): reported among all
+  // cases, but the memory gates judge the high- and medium-confidence ones (-5.0 % here).
+  const YAML::Node summary = YAML::Load(unstated.out)["summary"];
+  CHECK(summary["worst_under_id"].as<std::string>() == "low-confidence");
+  CHECK(summary["confident_memory_cases"].as<int>() == 1);
+  CHECK(summary["confident_worst_under_id"].as<std::string>() == "seq-from-context");
+  CHECK(run({"validate", data_path("validation/unstated.yaml"), "--max-under", "0.10"}).code == 0);
+  CHECK(run({"validate", data_path("validation/unstated.yaml"), "--max-under", "0.04"}).code == 1);
+}
+
 TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from flags") {
   const std::vector<std::string> base = {"estimate",
                                          "--model",
