@@ -104,6 +104,9 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.moe_fp32_combine = f.optional_bool("moe_fp32_combine").value_or(false);
   // A profile that does not price rowwise scaling on its own prices it as tensorwise.
   p.fp8_rowwise_gemm_speedup = f.optional_number("fp8_rowwise_gemm_speedup", 1e-3, 10).value_or(p.fp8_gemm_speedup);
+  // Nor MXFP8: its block-scaled GEMMs run at the FP8 peak, which is 2x bf16 on Hopper and
+  // Blackwell alike (NVIDIA's datasheets), the ratio the tensorwise speedup stands for.
+  p.fp8_mxfp8_gemm_speedup = f.optional_number("fp8_mxfp8_gemm_speedup", 1e-3, 10).value_or(p.fp8_gemm_speedup);
   return p;
 }
 

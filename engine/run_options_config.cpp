@@ -257,8 +257,9 @@ void read_precision_options(const OptionReader& r, Run& run) {
   r.optional_flag("defer_grad_sync", o.defer_grad_sync);
   r.flag("torch_compile", o.torch_compile);
   r.flag("fp8_linears", o.fp8_linears);
-  r.choice("fp8_scaling", o.fp8_scaling, {{"tensorwise", Fp8Scaling::tensorwise}, {"rowwise", Fp8Scaling::rowwise}},
-           "tensorwise or rowwise");
+  r.choice("fp8_scaling", o.fp8_scaling,
+           {{"tensorwise", Fp8Scaling::tensorwise}, {"rowwise", Fp8Scaling::rowwise}, {"mxfp8", Fp8Scaling::mxfp8}},
+           "tensorwise, rowwise or mxfp8");
 }
 
 // The recompute switches and the pipeline's layer split.

@@ -266,8 +266,15 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   if (other.find("hybridep") != std::string::npos || other.find("deepep") != std::string::npos) {
     vc.run.options.ep_dispatch = EpDispatch::node_dedup;
   }
-  // So is torchao float8's scaling recipe ("float8 rowwise", "float8 tensorwise").
+  // So is the FP8 scaling recipe ("float8 rowwise", "float8 tensorwise", "MXFP8").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
+  if (fp8 && other.find("mxfp8") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::mxfp8;
+  // And torchao's float8 FSDP all-gather (enable_fsdp_float8_all_gather: the weights are cast
+  // before they are gathered, one byte each), where it is stated as on.
+  if (fp8 && other.find("fsdp float8 all-gather") != std::string::npos &&
+      other.find("not stated") == std::string::npos) {
+    vc.run.precision.beta_gather = 1;
+  }
   // And torchtitan's AsyncTP, its TP communication overlap (the strategy's tp_comm_overlap).
   if (other.find("asynctp") != std::string::npos || other.find("async tp") != std::string::npos) {
     vc.strategy.tp_comm_overlap = true;  // read_case_strategy keeps it where TP has SP

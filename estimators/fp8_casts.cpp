@@ -21,19 +21,27 @@ RecipeBytes recipe_bytes(Fp8Scaling scaling) {
     // is made. Weights: amax (2), the forward cast (2 + 1), the backward's transposed cast (2 + 1).
     return {{6, 0}, {5, 3}, {0, 6}};
   }
-  // Rowwise: each row its own scale, so no global amax pass, but the column-wise operand of the
-  // weight-gradient GEMM needs a transposed bf16 copy and a second cast. Activations: cast and
-  // transposed copy (read 2, write 1 + 2), then the transposed cast in the backward (2 + 1).
-  // Gradients: the same 5 + 3, both in the backward. Weights: cast (2 + 1) forward; transpose
-  // (2 + 2) and cast (2 + 1) backward.
-  return {{5, 3}, {3, 7}, {0, 8}};
+  if (scaling == Fp8Scaling::rowwise) {
+    // Rowwise: each row its own scale, so no global amax pass, but the column-wise operand of
+    // the weight-gradient GEMM needs a transposed bf16 copy and a second cast. Activations: cast
+    // and transposed copy (read 2, write 1 + 2), then the transposed cast in the backward
+    // (2 + 1). Gradients: the same 5 + 3, both in the backward. Weights: cast (2 + 1) forward;
+    // transpose (2 + 2) and cast (2 + 1) backward.
+    return {{5, 3}, {3, 7}, {0, 8}};
+  }
+  // MXFP8 (the roofline's mxfp8_cublas): every operand is cast along each of its two dimensions
+  // by its own kernel (read 2, write 1, and one e8m0 scale byte per 32 elements), the one its
+  // forward GEMM reads in the forward and the other in the backward; the output gradient both in
+  // the backward.
+  constexpr double cast = 2 + 1 + 1.0 / 32;
+  return {{cast, cast}, {cast, cast}, {0, 2 * cast}};
 }
 
 }  // namespace
 
 bool fp8_tp_all_gathers(const Run& run, const Strategy& s) {
   return run.profile.fp8_casts == Fp8Casts::torchao && run.options.fp8_linears &&
-         run.options.fp8_scaling == Fp8Scaling::tensorwise && s.sp && s.tp > 1;
+         run.options.fp8_scaling == Fp8Scaling::tensorwise && s.sp && s.tp > 1;  // not rowwise, not MXFP8
 }
 
 Fp8CastBytes fp8_cast_bytes(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, double rho) {

@@ -28,7 +28,7 @@ Fp8CastBytes fp8_cast_bytes(const Model& m, const Run& run, const Strategy& s, F
 // PrepareFloat8ModuleInput cast the sequence shard, then redistribute; Float8RowwiseParallel casts
 // the output gradient before its all-gather), which torchtitan applies with tensorwise scaling
 // only ("for float8 with rowwise scaling, all distributed communication is done in high
-// precision", torchtitan components/quantization/float8.md).
+// precision", torchtitan components/quantization/float8.md; its MXFP8 linears likewise).
 bool fp8_tp_all_gathers(const Run& run, const Strategy& s);
 
 }  // namespace meshfit

@@ -20,7 +20,9 @@ KernelScales kernel_scales(const Run& run, const Strategy& s) {
   const double base = p.eta_fw;
   KernelScales k;
   k.other = base;
-  const double fp8 = run.options.fp8_scaling == Fp8Scaling::rowwise ? p.fp8_rowwise_gemm_speedup : p.fp8_gemm_speedup;
+  const double fp8 = run.options.fp8_scaling == Fp8Scaling::rowwise ? p.fp8_rowwise_gemm_speedup
+                     : run.options.fp8_scaling == Fp8Scaling::mxfp8 ? p.fp8_mxfp8_gemm_speedup
+                                                                    : p.fp8_gemm_speedup;
   k.linear = base * (run.options.fp8_linears ? fp8 : 1.0);
   k.core = base * p.eta_core * (s.cp > 1 ? p.cp_core_scale : 1.0);
   return k;

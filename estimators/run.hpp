@@ -81,6 +81,7 @@ struct FrameworkProfile {
   // alone when the casts are priced as HBM traffic (fp8_casts.hpp).
   double fp8_gemm_speedup = 1.0;
   double fp8_rowwise_gemm_speedup = 1.0;  // the same with rowwise scales (Fp8Scaling::rowwise)
+  double fp8_mxfp8_gemm_speedup = 1.0;    // the same with MXFP8 block scales (Fp8Scaling::mxfp8)
   Fp8Casts fp8_casts = Fp8Casts::none;
   // The framework's own selective recompute, as a run options' recompute_switches preset name
   // (memory-model.md §7.5); empty: the run options' default, megatron_core_attn.
@@ -132,9 +133,11 @@ enum class EpDispatch : std::uint8_t { all_to_all, node_dedup };
 
 // What a selective layer keeps: the op switches of §7.5, or torchtitan's per-op selective
 // activation checkpointing, which saves every second matmul output and the attention outputs.
-// FP8 linears' scaling (torchao float8 training's recipes): one scale per tensor, or per row of
-// each operand, the latter priced with its own GEMM speedup (FrameworkProfile).
-enum class Fp8Scaling : std::uint8_t { tensorwise, rowwise };
+// FP8 linears' scaling (torchao float8 training's recipes): one scale per tensor, per row of each
+// operand, or MXFP8's one power-of-two scale per block of 32 elements (OCP Microscaling formats
+// v1.0; Blackwell's block-scaled tensor cores); each priced with its own GEMM speedup
+// (FrameworkProfile).
+enum class Fp8Scaling : std::uint8_t { tensorwise, rowwise, mxfp8 };
 
 enum class SelectivePolicy : std::uint8_t { switches, torchtitan_op_sac };
 

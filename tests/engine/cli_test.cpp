@@ -263,7 +263,8 @@ TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from 
   scaling.insert(scaling.end(), {"--run-options", data_path("run-options/bad-fp8-scaling.yaml")});
   const auto fs = run(scaling);
   CHECK(fs.code == 2);
-  CHECK(fs.err.find("field 'fp8_scaling': expected tensorwise or rowwise, got 'blockwise'") != std::string::npos);
+  CHECK(fs.err.find("field 'fp8_scaling': expected tensorwise, rowwise or mxfp8, got 'blockwise'") !=
+        std::string::npos);
   std::vector<std::string> overlap = base;
   overlap.insert(overlap.end(), {"--run-options", data_path("run-options/bad-overlap.yaml")});
   const auto o = run(overlap);

@@ -347,3 +347,13 @@ TEST_CASE("validation cases: TFLOP/s per GPU over the FLOPs per token of the cas
   CHECK(cases[0].run.options.tp_overlap == 0);
   CHECK_FALSE(cases[0].run.options.pp_overlap);
 }
+
+TEST_CASE("validate reads a case's FP8 recipe from features.other: tensorwise, rowwise, MXFP8") {
+  // new-devices.yaml: the GB200 case names dynamic tensorwise scaling, the GB300 one MXFP8.
+  const auto cases = load_validation_cases(test::data_path("validation/new-devices.yaml"));
+  REQUIRE(cases.size() == 3);
+  CHECK(cases[0].run.options.fp8_linears);
+  CHECK(cases[0].run.options.fp8_scaling == Fp8Scaling::tensorwise);
+  CHECK(cases[1].run.options.fp8_linears);
+  CHECK(cases[1].run.options.fp8_scaling == Fp8Scaling::mxfp8);
+}

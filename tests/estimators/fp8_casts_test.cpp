@@ -49,6 +49,19 @@ TEST_CASE("rowwise float8: bf16 TP, so every linear casts the gathered sequence 
   CHECK_FALSE(fp8_tp_all_gathers(c.run, c.strategy));
 }
 
+TEST_CASE("MXFP8: each operand cast along both dimensions, with a scale byte per 32 elements") {
+  const auto c = llama8b_fp8(Fp8Scaling::mxfp8);
+  const Fp8CastBytes b = fp8_cast_bytes(c.model, c.run, c.strategy, FfnKind::dense, 1.0);
+  // The rowwise element counts (bf16 TP), 3 + 1/32 bytes per element per cast:
+  // forward 3.03125·(98,304·22,784 + 27,262,976) = 6,871,908,352;
+  // backward 3.03125·(98,304·22,784 + 2·98,304·12,544 + 27,262,976) = 14,347,730,944.
+  CHECK_BYTES(b.forward, 6'871'908'352.0);
+  CHECK_BYTES(b.backward, 14'347'730'944.0);
+  CHECK_FALSE(fp8_tp_all_gathers(c.run, c.strategy));
+  // Its GEMMs at the profile's MXFP8 speedup (torchtitan states none: the tensorwise 1.6).
+  CHECK(kernel_scales(c.run, c.strategy).linear == 1.6);
+}
+
 TEST_CASE("eager casts cost the profile's eager/compiled ratio; bf16 and Megatron price none") {
   auto eager = llama8b_fp8(Fp8Scaling::tensorwise);
   eager.run.options.torch_compile = false;
