@@ -28,6 +28,16 @@ KernelScales kernel_scales(const Run& run, const Strategy& s) {
   return k;
 }
 
+double expert_gemm_bytes(const Model& m, const Run& run, const Strategy& s, bool up, double rho) {
+  const double h = static_cast<double>(m.hidden), fe = static_cast<double>(m.expert_ffn);
+  const double width = up ? (m.gated ? 2.0 : 1.0) * fe : fe;
+  const double local = static_cast<double>(m.experts) / static_cast<double>(s.ep * s.etp);
+  const double beta_w = run.options.fp8_linears ? 1.0 : run.precision.beta_P;
+  const double rows = static_cast<double>(s.micro_batch) * static_cast<double>(run.seq) * static_cast<double>(m.top_k) *
+                      rho / static_cast<double>(s.tp * s.cp);
+  return local * h * width * beta_w + rows * (h + width) * run.options.beta_a;
+}
+
 namespace {
 
 // Bytes per token of the elementwise ops of a layer on one device: two norms (read and write h),
@@ -68,6 +78,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
   const double shards = static_cast<double>(s.tp * s.cp);  // §7.3: every op split over tp·cp
   double att_proj_f = 0, ffn_proj_f = 0, up_f = 0, shared_f = 0;
+  int routed_ops = 0;
   for (std::size_t i = 0; i < flops.count; ++i) {
     const FlopOp& op = flops.ops[i];
     const bool core = op.role == OpRole::core;
@@ -78,6 +89,10 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     const double full_square = core && !run.flash_attention ? 1 / (kCausalFactor * window_share(m, seq)) : 1;
     const double F = op.flops * full_square / shards;
     double f = kernel_time(d, core ? eta.core : eta.linear, F);
+    if (ffn == FfnKind::moe && op.role == OpRole::ffn_proj) {
+      // The routed experts' grouped GEMMs (up, then down): each also reads its experts' weights.
+      f = std::max(f, expert_gemm_bytes(m, run, s, routed_ops++ == 0, rho) / (d.eta_hbm * d.hbm_bandwidth));
+    }
     if (core) {
       // ... and the scores pass through HBM: the profile's bytes per score element, over the
       // rank's (a/tp)·(s/cp)·s elements per sequence (§7.3).

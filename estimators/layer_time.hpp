@@ -41,6 +41,14 @@ struct LossTime {
 };
 LossTime loss_time(const Run& run, const Device& device, const Strategy& s, double v_pad);
 
+// HBM bytes of one routed-expert grouped GEMM on one device (`up`: n_up·f_e wide; else down back
+// to h): its local experts' weights, E/(ep·etp) of them (one byte each under FP8 linears), and its
+// share of the routed rows in and out. With few tokens per expert the weights outweigh the rows
+// and the GEMM waits on HBM rather than on the tensor cores: each of its kernels takes the
+// roofline's max of compute and memory time (torchao testing/training/roofline_utils.py,
+// get_individual_gemm_time_sympy).
+double expert_gemm_bytes(const Model& m, const Run& run, const Strategy& s, bool up, double rho);
+
 // One body layer of FFN flavour `ffn` under strategy `s` (on `device`, for `run`).
 LayerTime layer_time(const Model& m, const Run& run, const Device& device, const Strategy& s, FfnKind ffn);
 
