@@ -269,6 +269,17 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // So is the FP8 scaling recipe ("float8 rowwise", "float8 tensorwise", "MXFP8").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
   if (fp8 && other.find("mxfp8") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::mxfp8;
+  // And a compiled loss (torchtitan's compile.components "loss"), which the README asks a case to
+  // state there: a clause of `other` that names both.
+  for (std::size_t start = 0; start < other.size();) {
+    const std::size_t end = std::min(other.find(';', start), other.size());
+    const std::string clause = other.substr(start, end - start);
+    if (clause.find("compil") != std::string::npos && clause.find("loss") != std::string::npos &&
+        clause.find("not compiled") == std::string::npos) {
+      vc.run.options.compiled_loss = true;
+    }
+    start = end + 1;
+  }
   // And torchao's float8 FSDP all-gather (enable_fsdp_float8_all_gather: the weights are cast
   // before they are gathered, one byte each), where it is stated as on.
   if (fp8 && other.find("fsdp float8 all-gather") != std::string::npos &&

@@ -11,7 +11,12 @@ double logits_transient(const Run& run, const Strategy& s, double n_cp, double v
   const RunOptions& o = run.options;
   const bool split = o.vocab_parallel_loss && s.tp > 1;
   const double vocab = o.vocab_parallel_loss ? v_pad / static_cast<double>(s.tp) : v_pad;
-  return n_cp * (split ? o.loss_parallel_transient_bytes : o.loss_transient_bytes) * vocab / o.loss_chunks;
+  // torch.compile fuses the loss's backward (softmax minus the one-hot target, times the
+  // incoming gradient) into one kernel that writes the logits' gradient once, in their dtype.
+  const double per_logit = o.compiled_loss ? o.beta_a
+                           : split         ? o.loss_parallel_transient_bytes
+                                           : o.loss_transient_bytes;
+  return n_cp * per_logit * vocab / o.loss_chunks;
 }
 
 double cp_kv_dim(const Model& m, const Strategy& s) {

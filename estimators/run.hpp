@@ -161,6 +161,9 @@ struct RunOptions {
   double logits_kept_bytes = 4;
   double loss_transient_bytes = 6;
   double loss_parallel_transient_bytes = 6;  // with vocab_parallel_loss and tp > 1
+  // torch.compile on the loss (torchtitan's compile.components "loss"): the three byte counts
+  // above give way to the fused kernels' (layer_activations.hpp, backward_transients.hpp).
+  bool compiled_loss = false;
   bool output_saves_gathered_input = false;
   double loss_chunks = 1;
   EpDispatch ep_dispatch = EpDispatch::all_to_all;

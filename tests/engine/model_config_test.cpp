@@ -348,12 +348,15 @@ TEST_CASE("validation cases: TFLOP/s per GPU over the FLOPs per token of the cas
   CHECK_FALSE(cases[0].run.options.pp_overlap);
 }
 
-TEST_CASE("validate reads a case's FP8 recipe from features.other: tensorwise, rowwise, MXFP8") {
-  // new-devices.yaml: the GB200 case names dynamic tensorwise scaling, the GB300 one MXFP8.
+TEST_CASE("validate reads from features.other the FP8 recipe and a compiled loss") {
+  // new-devices.yaml: the GB200 case names dynamic tensorwise scaling, the GB300 one MXFP8 and
+  // "torch.compile on the model and on the loss".
   const auto cases = load_validation_cases(test::data_path("validation/new-devices.yaml"));
   REQUIRE(cases.size() == 3);
   CHECK(cases[0].run.options.fp8_linears);
   CHECK(cases[0].run.options.fp8_scaling == Fp8Scaling::tensorwise);
   CHECK(cases[1].run.options.fp8_linears);
   CHECK(cases[1].run.options.fp8_scaling == Fp8Scaling::mxfp8);
+  CHECK_FALSE(cases[0].run.options.compiled_loss);
+  CHECK(cases[1].run.options.compiled_loss);
 }
