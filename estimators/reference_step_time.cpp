@@ -9,6 +9,7 @@
 #include "estimators/layer_time.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/parameter_counts.hpp"
+#include "estimators/pipeline_hops.hpp"
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/step_totals.hpp"
 #include "estimators/strategy_rules.hpp"
@@ -58,12 +59,7 @@ TimeReport reference_step_time(const Model& m, const Run& run, const Cluster& cl
   const double eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
   const LossTime loss = loss_time(run, d, s, v_pad);  // the cross-entropy's HBM traffic (§7.3)
 
-  // PP hops (§7.5), inside a node only if the whole pipeline group is; hidden with pp_overlap and
-  // under DualPipeV's pairing unless dualpipe_overlap is off (§7.6).
-  const bool pp_inside = s.world() <= d.devices_per_node && d.devices_per_node % s.world() == 0;
-  const double S_pp = b * (seq / static_cast<double>(s.cp)) * h * o.beta_a / static_cast<double>(s.sigma());
-  const bool hidden = o.pp_overlap || (s.schedule == Schedule::dualpipev && o.dualpipe_overlap);
-  const double p2p = s.pp > 1 && !hidden ? 2 * static_cast<double>(s.vpp) * point_to_point(d, pp_inside, S_pp) : 0;
+  const double p2p = pipeline_hop_time(m, run, d, s);  // PP hops (§7.5, §7.6)
 
   const Recompute rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
   const DataParallelGroups groups = data_parallel_groups(m, run, d, s, split_ends);

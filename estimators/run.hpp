@@ -89,6 +89,9 @@ struct FrameworkProfile {
   // ω_d: the share of the ideal decomposed TP overlap (tp_comm_overlap; search-and-time.md §7.5)
   // that the framework's implementation realises, calibrated on paired runs with and without it.
   double tp_overlap_efficiency = 1.0;
+  // The pipeline's point-to-point hides behind compute under an interleaved schedule
+  // (pipeline_hops.hpp): Megatron-LM's default.
+  bool interleaved_p2p_overlap = false;
   // The optimizer step casts each local shard's gradients to fp32 when they are kept in fewer
   // bytes: Megatron-Core's optimizers (distrib_optimizer.py and optimizer.py,
   // _copy_model_grads_to_main_grads: `main_param.grad = shard_model_grad.float()`).

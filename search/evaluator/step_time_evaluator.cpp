@@ -11,6 +11,7 @@
 #include "estimators/model_states.hpp"
 #include "estimators/parameter_counts.hpp"
 #include "estimators/pipeline_layout.hpp"
+#include "estimators/pipeline_hops.hpp"
 #include "estimators/pipeline_schedule.hpp"
 #include "estimators/rank_layout.hpp"
 #include "estimators/strategy_rules.hpp"
@@ -66,13 +67,7 @@ StageTerms stage_terms(const Model& m, const Run& run, const Device& d, const St
   t.logits_f = kernel_time(d, eta.other, logits_flops(m, n_tok, v_pad) / shards);
   t.eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
   t.loss = loss_time(run, d, s, v_pad);
-  // PP hops (§7.5): inside a node only if the whole pipeline group is.
-  const std::int64_t world = s.world();
-  const bool pp_inside = world <= d.devices_per_node && d.devices_per_node % world == 0;
-  const double S_pp = b * (seq / static_cast<double>(s.cp)) * h * o.beta_a / static_cast<double>(s.sigma());
-  // §7.6: hidden with pp_overlap, and under DualPipeV's pairing unless dualpipe_overlap is off.
-  const bool hidden = o.pp_overlap || (s.schedule == Schedule::dualpipev && o.dualpipe_overlap);
-  t.p2p = s.pp > 1 && !hidden ? 2 * static_cast<double>(s.vpp) * point_to_point(d, pp_inside, S_pp) : 0;
+  t.p2p = pipeline_hop_time(m, run, d, s);  // PP hops (§7.5, §7.6)
   t.table = v_pad * h / static_cast<double>(s.tp);
   t.rest_mode = s.recompute == Recompute::full ? o.recompute_rest : s.recompute;
   return t;

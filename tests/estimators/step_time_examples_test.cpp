@@ -29,6 +29,7 @@ void neutral_kernels(Run& run) {
   run.profile.elementwise = false;
   run.profile.loss_bytes_forward = run.profile.loss_bytes_backward = 0;
   run.profile.unfused_score_bytes_forward = run.profile.unfused_score_bytes_backward = 0;
+  run.profile.interleaved_p2p_overlap = false;  // §7.6's default: the pipeline's hops exposed
 }
 // The spec's examples price every device with devices.md §2's default η_max = 0.70; the A100 and
 // Hopper presets now carry fractions fitted on measured runs (data/devices/*.yaml says which).
