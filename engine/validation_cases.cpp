@@ -404,6 +404,7 @@ void read_case_recompute(ValidationCase& vc, const Fields& c, const std::string&
   Strategy& st = vc.strategy;
   const Fields rc(c.raw("recompute"), src, "recompute");
   const std::string mode = rc.optional_string("mode").value_or("none");
+  if (!rc.has("mode")) vc.defaults_taken.push_back("null recompute.mode -> none");
   const std::string detail = rc.optional_string("detail").value_or("");
   if (mode == "none")
     st.recompute = Recompute::none;
