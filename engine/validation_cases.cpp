@@ -1,6 +1,7 @@
 #include "engine/validation_cases.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <array>
 #include <cctype>
 #include <string_view>
@@ -188,6 +189,21 @@ double megatron_reported_flops_per_token(const Model& m, double seq, double v_pa
 
 namespace {
 
+// Whether one ';'-separated clause of a case's lower-cased `features.other` names every one of
+// `words` and does not say the setting is off or unknown ("not stated", "not compiled", "off").
+bool clause_states(const std::string& other, std::initializer_list<const char*> words) {
+  for (std::size_t start = 0; start < other.size();) {
+    const std::size_t end = std::min(other.find(';', start), other.size());
+    const std::string clause = other.substr(start, end - start);
+    start = end + 1;
+    const bool all =
+        std::all_of(words.begin(), words.end(), [&](const char* w) { return clause.find(w) != std::string::npos; });
+    const bool negated = clause.find("not ") != std::string::npos || clause.find(" off") != std::string::npos;
+    if (all && !negated) return true;
+  }
+  return false;
+}
+
 // The case's run, precision and features (the run's options they name), into vc.run.
 void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) {
   auto& notes = vc.defaults_taken;
@@ -270,22 +286,11 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
   if (fp8 && other.find("mxfp8") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::mxfp8;
   // And a compiled loss (torchtitan's compile.components "loss"), which the README asks a case to
-  // state there: a clause of `other` that names both.
-  for (std::size_t start = 0; start < other.size();) {
-    const std::size_t end = std::min(other.find(';', start), other.size());
-    const std::string clause = other.substr(start, end - start);
-    if (clause.find("compil") != std::string::npos && clause.find("loss") != std::string::npos &&
-        clause.find("not compiled") == std::string::npos) {
-      vc.run.options.compiled_loss = true;
-    }
-    start = end + 1;
-  }
+  // state there.
+  if (clause_states(other, {"compil", "loss"})) vc.run.options.compiled_loss = true;
   // And torchao's float8 FSDP all-gather (enable_fsdp_float8_all_gather: the weights are cast
-  // before they are gathered, one byte each), where it is stated as on.
-  if (fp8 && other.find("fsdp float8 all-gather") != std::string::npos &&
-      other.find("not stated") == std::string::npos) {
-    vc.run.precision.beta_gather = 1;
-  }
+  // before they are gathered, one byte each).
+  if (fp8 && clause_states(other, {"fsdp float8 all-gather"})) vc.run.precision.beta_gather = 1;
   // And torchtitan's AsyncTP, its TP communication overlap (the strategy's tp_comm_overlap).
   if (other.find("asynctp") != std::string::npos || other.find("async tp") != std::string::npos) {
     vc.strategy.tp_comm_overlap = true;  // read_case_strategy keeps it where TP has SP
