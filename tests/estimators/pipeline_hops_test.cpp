@@ -17,7 +17,8 @@ TEST_CASE("pipeline hops: exposed under 1F1B, hidden by Megatron's interleaved s
   CHECK(pipeline_hop_time(plain.model, plain.run, d, plain.strategy) ==
         doctest::Approx(2 * point_to_point(d, false, 16'777'216.0)).epsilon(1e-12));
   // Interleaved (vpp 5): Megatron-LM overlaps its P2P by default, so none is exposed...
-  auto inter = make_case("llama-3.1-70b", 64, 8192, 128, "dp=2,tp=8,sp=true,pp=4,vpp=5,schedule=interleaved_1f1b,zero=1,mbs=1");
+  auto inter =
+      make_case("llama-3.1-70b", 64, 8192, 128, "dp=2,tp=8,sp=true,pp=4,vpp=5,schedule=interleaved_1f1b,zero=1,mbs=1");
   REQUIRE(inter.run.profile.interleaved_p2p_overlap);
   CHECK(pipeline_hops_hidden(inter.run, inter.strategy));
   CHECK(pipeline_hop_time(inter.model, inter.run, d, inter.strategy) == 0);
