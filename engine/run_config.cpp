@@ -91,6 +91,10 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.compiled_elementwise_passes = f.optional_number("compiled_elementwise_passes", 0, 100).value_or(1);
   p.loss_bytes_forward = f.optional_number("loss_bytes_forward", 0, 1000).value_or(0);
   p.loss_bytes_backward = f.optional_number("loss_bytes_backward", 0, 1000).value_or(0);
+  p.loss_parallel_bytes_forward =
+      f.optional_number("loss_parallel_bytes_forward", 0, 1000).value_or(p.loss_bytes_forward);
+  p.loss_parallel_bytes_backward =
+      f.optional_number("loss_parallel_bytes_backward", 0, 1000).value_or(p.loss_bytes_backward);
   p.unfused_score_bytes_forward = f.optional_number("unfused_score_bytes_forward", 0, 1000).value_or(0);
   p.unfused_score_bytes_backward = f.optional_number("unfused_score_bytes_backward", 0, 1000).value_or(0);
   p.fp8_gemm_speedup = f.optional_number("fp8_gemm_speedup", 1e-3, 10).value_or(1);

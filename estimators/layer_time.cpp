@@ -296,7 +296,16 @@ LossTime loss_time(const Run& run, const Device& d, const Strategy& s, double v_
   const double elements = static_cast<double>(s.micro_batch) * static_cast<double>(run.seq) /
                           static_cast<double>(s.cp) * v_pad / static_cast<double>(s.tp);
   const double bw = d.eta_hbm * d.hbm_bandwidth;
-  return LossTime{elements * run.profile.loss_bytes_forward / bw, elements * run.profile.loss_bytes_backward / bw};
+  const FrameworkProfile& p = run.profile;
+  const RunOptions& o = run.options;
+  if (o.compiled_loss) {
+    // One fused kernel each way (compiled_loss): the forward reads the logits once (the
+    // logsumexp), the backward reads them and writes their gradient.
+    return LossTime{elements * o.beta_a / bw, elements * 2 * o.beta_a / bw};
+  }
+  const bool split = o.vocab_parallel_loss && s.tp > 1;
+  return LossTime{elements * (split ? p.loss_parallel_bytes_forward : p.loss_bytes_forward) / bw,
+                  elements * (split ? p.loss_parallel_bytes_backward : p.loss_bytes_backward) / bw};
 }
 
 LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Strategy& s, FfnKind ffn) {

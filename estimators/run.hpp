@@ -74,6 +74,9 @@ struct FrameworkProfile {
   // (search-and-time.md §7.3): the framework's cross-entropy kernels are memory-bound. 0: η_max
   // absorbs them.
   double loss_bytes_forward = 0, loss_bytes_backward = 0;
+  // The same for the vocabulary-parallel loss with tp > 1 where the framework runs another code
+  // path there (torchtitan's DTensor loss_parallel); by default the figures above.
+  double loss_parallel_bytes_forward = 0, loss_parallel_bytes_backward = 0;
   // Without flash attention the s×s scores pass through HBM (the framework's score, softmax and
   // dropout kernels): bytes per score element, forward and backward (§7.3). 0: not priced.
   double unfused_score_bytes_forward = 0, unfused_score_bytes_backward = 0;

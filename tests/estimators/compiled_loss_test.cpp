@@ -5,6 +5,7 @@
 #include "estimator_fixture.hpp"
 #include "estimators/backward_transients.hpp"
 #include "estimators/layer_activations.hpp"
+#include "estimators/layer_time.hpp"
 
 using namespace meshfit;
 using meshfit::test::make_case;
@@ -31,4 +32,26 @@ TEST_CASE("a compiled loss keeps the bf16 logits and a logsumexp, not fp32 log-p
   CHECK_BYTES(compiled.logits, 2'101'346'304.0);
   CHECK_BYTES(eager.logits, 4 * 2'101'346'304.0);
   CHECK(logits_transient(c.run, c.strategy, n, v) == compiled.logits);
+}
+
+TEST_CASE("the loss's HBM time: torchtitan's eager cross-entropy, its loss parallel, compiled") {
+  // 8,192 tokens over the whole 128,256-entry vocabulary: 1,050,673,152 logit elements.
+  auto c = llama8b();
+  const Device& d = c.cluster.device;
+  const double bw = d.eta_hbm * d.hbm_bandwidth, elements = 8192.0 * 128256;
+  const LossTime eager = loss_time(c.run, d, c.strategy, 128256);
+  // torchtitan.yaml: 22 bytes forward, 26 backward per element (upcast, log-softmax, NLL).
+  CHECK(eager.forward == doctest::Approx(22 * elements / bw).epsilon(1e-12));
+  CHECK(eager.backward == doctest::Approx(26 * elements / bw).epsilon(1e-12));
+  // At TP 8 with SP the vocabulary is split (loss parallel's decomposed ops, 38 + 38 bytes) over
+  // 128,256 / 8 = 16,032 entries per rank.
+  auto tp = make_case("llama-3.1-8b", 8, 8192, 1, "dp=1,tp=8,sp=true,zero=0,mbs=1", "torchtitan");
+  const LossTime parallel = loss_time(tp.run, tp.cluster.device, tp.strategy, 128256);
+  CHECK(parallel.forward == doctest::Approx(38 * elements / 8 / bw).epsilon(1e-12));
+  CHECK(parallel.backward == doctest::Approx(38 * elements / 8 / bw).epsilon(1e-12));
+  // Compiled: the logits read once forward, read and their gradient written backward (bf16).
+  c.run.options.compiled_loss = true;
+  const LossTime compiled = loss_time(c.run, d, c.strategy, 128256);
+  CHECK(compiled.forward == doctest::Approx(2 * elements / bw).epsilon(1e-12));
+  CHECK(compiled.backward == doctest::Approx(4 * elements / bw).epsilon(1e-12));
 }

@@ -28,6 +28,7 @@ void neutral_kernels(Run& run) {
   run.profile.cp_core_scale = 1;
   run.profile.elementwise = false;
   run.profile.loss_bytes_forward = run.profile.loss_bytes_backward = 0;
+  run.profile.loss_parallel_bytes_forward = run.profile.loss_parallel_bytes_backward = 0;
   run.profile.unfused_score_bytes_forward = run.profile.unfused_score_bytes_backward = 0;
   run.profile.interleaved_p2p_overlap = false;  // §7.6's default: the pipeline's hops exposed
 }

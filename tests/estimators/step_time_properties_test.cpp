@@ -89,12 +89,16 @@ TEST_CASE("the loss's HBM traffic: bytes per logit of the rank's vocabulary shar
   auto c = make_case("llama-3.1-8b", 8, 8192, 8, "dp=4,tp=2,sp=true,zero=1,mbs=1");
   CHECK(c.run.profile.loss_bytes_forward == 38);
   CHECK(c.run.profile.loss_bytes_backward == 14);
+  // Megatron's vocabulary-parallel loss runs the same kernels at any TP: one pair of figures.
+  CHECK(c.run.profile.loss_parallel_bytes_forward == 38);
+  CHECK(c.run.profile.loss_parallel_bytes_backward == 14);
   const LossTime l = loss_time(c.run, c.cluster.device, c.strategy, 128256);
   CHECK(l.forward == doctest::Approx(7.448802197e-3).epsilon(1e-9));
   CHECK(l.backward == doctest::Approx(2.744295546e-3).epsilon(1e-9));
   const TimeReport with = timing(c);
   const TimeReport ref_with = reference_step_time(c.model, c.run, c.cluster, c.strategy);
   c.run.profile.loss_bytes_forward = c.run.profile.loss_bytes_backward = 0;
+  c.run.profile.loss_parallel_bytes_forward = c.run.profile.loss_parallel_bytes_backward = 0;
   const TimeReport without = timing(c);
   const TimeReport ref_without = reference_step_time(c.model, c.run, c.cluster, c.strategy);
   // One micro-batch per step (m = 1) on the one stage: the head adds exactly the loss's time.
