@@ -67,14 +67,14 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
   j.key("summary")
       .begin_object()
       .field("cases", static_cast<std::int64_t>(s.rows.size()))
-      .field("memory_cases", static_cast<std::int64_t>(s.abs_errors.size()))
-      .field("median_abs_error", s.med)
+      .field("memory_cases", static_cast<std::int64_t>(s.memory.abs_errors.size()))
+      .field("median_abs_error", s.memory.med)
       .field("within_10_percent", static_cast<std::int64_t>(s.within));
-  if (s.under) {
-    j.field("worst_under_id", s.under->c->id)
-        .field("worst_under_error", *s.under->error)
-        .field("worst_over_id", s.over->c->id)
-        .field("worst_over_error", *s.over->error);
+  if (s.memory.under) {
+    j.field("worst_under_id", s.memory.under->c->id)
+        .field("worst_under_error", *s.memory.under->error)
+        .field("worst_over_id", s.memory.over->c->id)
+        .field("worst_over_error", *s.memory.over->error);
   }
   j.field("confident_memory_cases", static_cast<std::int64_t>(s.confident.abs_errors.size()));
   if (s.confident.under) {
@@ -124,15 +124,15 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
   }
   t.print(out);
   out << "\n" << s.rows.size() << " cases";
-  if (s.abs_errors.size() != s.rows.size()) out << ", " << s.abs_errors.size() << " with memory";
-  out << "; median absolute error " << fixed(100 * s.med, 1) << "%; " << s.within << " within 10%\n";
-  if (s.under) {
+  if (s.memory.abs_errors.size() != s.rows.size()) out << ", " << s.memory.abs_errors.size() << " with memory";
+  out << "; median absolute error " << fixed(100 * s.memory.med, 1) << "%; " << s.within << " within 10%\n";
+  if (s.memory.under) {
     // Signed as the table prints them ("+3.2%", "-9.9%"): with one case, or every case on one
     // side, the worst s.over-estimate can be an s.under-estimate (it printed "+-24.1%").
-    out << "worst under-estimate " << s.under->c->id << " " << percent(*s.under->error) << "; worst over-estimate "
-        << s.over->c->id << " " << percent(*s.over->error) << "\n";
+    out << "worst under-estimate " << s.memory.under->c->id << " " << percent(*s.memory.under->error)
+        << "; worst over-estimate " << s.memory.over->c->id << " " << percent(*s.memory.over->error) << "\n";
   }
-  if (s.confident.under && s.confident.abs_errors.size() != s.abs_errors.size()) {
+  if (s.confident.under && s.confident.abs_errors.size() != s.memory.abs_errors.size()) {
     out << "memory at high and medium confidence (what the gates judge): " << s.confident.abs_errors.size()
         << " cases; median absolute error " << fixed(100 * s.confident.med, 1) << "%; worst under "
         << s.confident.under->c->id << " " << percent(*s.confident.under->error) << "; worst over "

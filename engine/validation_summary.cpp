@@ -55,9 +55,7 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
   for (const auto& c : cases) s.rows.push_back(compare_case(c));
   for (const auto& r : s.rows) {
     if (r.error) {
-      s.abs_errors.push_back(std::fabs(*r.error));
-      if (!s.under || *r.error < *s.under->error) s.under = &r;
-      if (!s.over || *r.error > *s.over->error) s.over = &r;
+      s.memory.add(r);
       if (!r.c->low_confidence) s.confident.add(r);
     }
     if (r.tokens_error) {
@@ -66,10 +64,10 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
       if (!s.tok_over || *r.tokens_error > *s.tok_over->tokens_error) s.tok_over = &r;
     }
   }
-  s.med = median(s.abs_errors);
+  s.memory.med = median(s.memory.abs_errors);
   s.confident.med = median(s.confident.abs_errors);
   s.tokens_med = median(s.tokens_abs);
-  s.within = std::count_if(s.abs_errors.begin(), s.abs_errors.end(), [](double e) { return e <= 0.10; });
+  s.within = std::count_if(s.memory.abs_errors.begin(), s.memory.abs_errors.end(), [](double e) { return e <= 0.10; });
   std::vector<RankedRun> memory, tokens;
   for (const auto& r : s.rows) {
     if (r.c->measured_gib) memory.push_back({r.c->source, r.estimate_gib, *r.c->measured_gib});

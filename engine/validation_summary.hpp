@@ -47,15 +47,14 @@ struct MemoryErrors {
 // under- and over-estimates, for memory and for throughput.
 struct Summary {
   std::vector<Row> rows;
-  std::vector<double> abs_errors, tokens_abs;  // of the cases that measured memory, throughput
-  const Row* under = nullptr;
-  const Row* over = nullptr;
+  // Every case that measured memory, and those of high or medium confidence: the set the
+  // targets and the gates judge.
+  MemoryErrors memory, confident;
+  std::vector<double> tokens_abs;  // of the cases that measured throughput
   const Row* tok_under = nullptr;
   const Row* tok_over = nullptr;
-  double med = 0, tokens_med = 0;
-  std::int64_t within = 0;  // memory cases within 10%
-  // The memory cases of high or medium confidence: the set the targets and the gates judge.
-  MemoryErrors confident;
+  double tokens_med = 0;
+  std::int64_t within = 0;                    // memory cases within 10%
   RankingAgreement memory_rank, tokens_rank;  // within each source
 };
 

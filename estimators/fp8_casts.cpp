@@ -1,5 +1,7 @@
 #include "estimators/fp8_casts.hpp"
 
+#include "estimators/layer_flops.hpp"
+
 namespace meshfit {
 
 namespace {
@@ -50,9 +52,11 @@ Fp8CastBytes fp8_cast_bytes(const Model& m, const Run& run, const Strategy& s, F
   const RecipeBytes r = recipe_bytes(run.options.fp8_scaling);
   const double tp = static_cast<double>(s.tp), h = static_cast<double>(m.hidden);
   const double M = static_cast<double>(s.micro_batch) * static_cast<double>(run.seq) / static_cast<double>(s.cp);
+  // float8 TP casts on the sequence shard, once for all the linears that read an input.
+  const bool shared_cast = fp8_tp_all_gathers(run, s);
   // A column-parallel linear's input and a row-parallel linear's output gradient are the whole
   // sequence of width h on every TP rank, unless float8 TP casts them on the sequence shard first.
-  const double gathered = fp8_tp_all_gathers(run, s) ? h / tp : h;
+  const double gathered = shared_cast ? h / tp : h;
 
   // Per token: elements of inputs and output gradients cast; per micro-batch: weight elements.
   double inputs = 0, grads = 0, weights = 0;
@@ -61,7 +65,6 @@ Fp8CastBytes fp8_cast_bytes(const Model& m, const Run& run, const Strategy& s, F
   // PrepareFloat8ModuleInput casts it once for all of them (torchao float8_tensor_parallel.py).
   // The cost of those repeated casts on the small k and v projections is what made rowwise
   // float8 with vanilla TP no faster than bf16 (pytorch/torchtitan#1207).
-  const bool shared_cast = fp8_tp_all_gathers(run, s);
   // A column-parallel group of `readers` linears: input width `in` (of which `cast` elements per
   // token are cast on this rank), `out` output columns per rank in all.
   auto column = [&](double in, double cast, double out, double readers) {
@@ -108,7 +111,7 @@ Fp8CastBytes fp8_cast_bytes(const Model& m, const Run& run, const Strategy& s, F
     }
     // Routed experts: the rank's share of the dispatched tokens (k·ρ_e per token over the expert
     // grid, as the elementwise census counts them), each expert's weights once.
-    const double routed = static_cast<double>(m.top_k) * rho / tp, fe = static_cast<double>(m.expert_ffn);
+    const double routed = routed_rows_per_token(m, s, rho), fe = static_cast<double>(m.expert_ffn);
     const double local_experts = static_cast<double>(m.experts) / static_cast<double>(s.ep);
     const double etp = static_cast<double>(s.etp);
     inputs += routed * (h + fe);

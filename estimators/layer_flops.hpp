@@ -47,6 +47,12 @@ inline constexpr double kCausalFactor = 0.5;
 // a whole number of the window pattern (gpt-oss and Gemma 2 alternate, Gemma 3 repeats six).
 double window_share(const Model& m, double seq);
 
+// Routed-expert rows one device computes per token of its b·s/cp micro-batch shard (§7.3): each
+// token's k·ρ_e assignments, split with every op over the tp·cp devices of the expert grid.
+inline double routed_rows_per_token(const Model& m, const Strategy& s, double rho) {
+  return static_cast<double>(m.top_k) * rho / static_cast<double>(s.tp);
+}
+
 // §7.2 for a body layer with FFN flavour `ffn`; `load` is ρ_e for the routed experts.
 LayerFlops layer_flops(const Model& m, FfnKind ffn, double tokens, double seq, double micro_batch, double load);
 // The output layer: 2·n_tok·h·V.

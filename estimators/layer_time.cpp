@@ -33,8 +33,8 @@ double expert_gemm_bytes(const Model& m, const Run& run, const Strategy& s, bool
   const double width = up ? (m.gated ? 2.0 : 1.0) * fe : fe;
   const double local = static_cast<double>(m.experts) / static_cast<double>(s.ep * s.etp);
   const double beta_w = run.options.fp8_linears ? 1.0 : run.precision.beta_P;
-  const double rows = static_cast<double>(s.micro_batch) * static_cast<double>(run.seq) * static_cast<double>(m.top_k) *
-                      rho / static_cast<double>(s.tp * s.cp);
+  const double rows = static_cast<double>(s.micro_batch) * static_cast<double>(run.seq) / static_cast<double>(s.cp) *
+                      routed_rows_per_token(m, s, rho);
   return local * h * width * beta_w + rows * (h + width) * run.options.beta_a;
 }
 
@@ -55,8 +55,7 @@ double elementwise_bytes(const Model& m, const Run& run, const Strategy& s, FfnK
     bytes += (n_up + 1) * static_cast<double>(m.ffn) * ba / tp;
   } else {
     const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
-    bytes += ((n_up + 1) * static_cast<double>(m.top_k) * rho * static_cast<double>(m.expert_ffn) + (n_up + 1) * fsh) *
-             ba / tp;
+    bytes += (n_up + 1) * (routed_rows_per_token(m, s, rho) * static_cast<double>(m.expert_ffn) + fsh / tp) * ba;
   }
   return bytes;
 }
