@@ -84,6 +84,9 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
         .field("confident_worst_over_id", s.confident.over->c->id)
         .field("confident_worst_over_error", *s.confident.over->error);
   }
+  j.key("not_fitting").begin_array();
+  for (const Row* r : s.called_oom) j.value(r->c->id);
+  j.end_array();
   j.field("memory_ranking_pairs", s.memory_rank.pairs).field("memory_ranking_agreement", s.memory_rank.share());
   j.field("throughput_ranking_pairs", s.tokens_rank.pairs).field("throughput_ranking_agreement", s.tokens_rank.share());
   const Coverage cov = held_out_coverage(s);
@@ -154,6 +157,9 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
   };
   out << "inside their p10-p90 band made without their own source: memory " << share(cov.memory_in, cov.memory_cases)
       << ", step time " << share(cov.time_in, cov.time_cases) << "\n";
+  out << "runs that trained, estimated not to fit their device: " << s.called_oom.size();
+  for (const Row* r : s.called_oom) out << " " << r->c->id;
+  out << "\n";
   std::string implausible;
   std::size_t n_implausible = 0;
   for (const auto& r : s.rows) {
@@ -179,7 +185,7 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   CommonFlags common;
   std::vector<std::string> files;
   double max_median = 0, max_under = 0, max_throughput = 0, min_ranking = 0;
-  bool strict = false;
+  bool strict = false, require_fit = false;
   std::string group_by, residuals_file;
   po::options_description desc(
       "Usage: meshfit validate CASES.yaml... [--format table|json] [gates]\n\n"
@@ -197,6 +203,8 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
       "gate: the throughput median |error| at most this share (0.10)")(
       "min-ranking-agreement", po::value(&min_ranking),
       "gate: the share of same-source pairs ordered as measured, memory and throughput, at least this (0.90)")(
+      "require-fit", po::bool_switch(&require_fit),
+      "gate: every case, a run that trained, estimated to fit its device (the search's own test)")(
       "strict", po::bool_switch(&strict), "a case that cannot be estimated is an error (exit 2)")(
       "group-by", po::value(&group_by), "a summary per framework, device, model or source")(
       "write-residuals", po::value(&residuals_file),
@@ -258,6 +266,11 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
       exceeded.push_back(std::string(rank == &summary.memory_rank ? "memory" : "throughput") + " ranking agreement " +
                          fixed(100 * rank->share(), 1) + "% < " + fixed(100 * min_ranking, 1) + "%");
     }
+  }
+  if (require_fit && !summary.called_oom.empty()) {
+    exceeded.push_back(
+        std::to_string(summary.called_oom.size()) +
+        " runs that trained estimated not to fit their device (first: " + summary.called_oom.front()->c->id + ")");
   }
   for (const auto& e : exceeded) err << "meshfit validate: gate exceeded: " << e << '\n';
   return exceeded.empty() ? 0 : 1;

@@ -33,7 +33,7 @@ Row compare_case(const ValidationCase& c) {
   }
   std::optional<double> error;
   if (c.measured_gib) error = gib / *c.measured_gib - 1;
-  return {&c, gib, error, stage, t.tokens_per_sec_per_device, tokens_error, measured_mfu};
+  return {&c, gib, error, stage, t.tokens_per_sec_per_device, tokens_error, measured_mfu, r.fits};
 }
 
 double median(std::vector<double> v) {
@@ -54,6 +54,7 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
   s.rows.reserve(cases.size());
   for (const auto& c : cases) s.rows.push_back(compare_case(c));
   for (const auto& r : s.rows) {
+    if (!r.fits) s.called_oom.push_back(&r);
     if (r.error) {
       s.memory.add(r);
       if (!r.c->low_confidence) s.confident.add(r);

@@ -25,6 +25,10 @@ struct Row {
   // per token (the estimate's MFU scaled by measured / estimated tokens): above 1, the case's
   // stated shape, sequence and batch cannot all hold.
   std::optional<double> measured_mfu;
+  // Whether the estimate fits the case's device (MemoryReport::fits, the search's own test). Every
+  // case is a run that trained, so false is the worst error a planner can make: it would reject a
+  // recipe known to work.
+  bool fits = true;
 };
 
 // The estimate comparable with the case's metric: allocated with allocated, reserved with
@@ -55,6 +59,7 @@ struct Summary {
   const Row* tok_over = nullptr;
   double tokens_med = 0;
   std::int64_t within = 0;                    // memory cases within 10%
+  std::vector<const Row*> called_oom;         // runs that trained, estimated not to fit
   RankingAgreement memory_rank, tokens_rank;  // within each source
 };
 
