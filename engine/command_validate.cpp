@@ -11,6 +11,9 @@
 #include "engine/input_error.hpp"
 #include "engine/json_writer.hpp"
 #include "engine/memory_terms.hpp"
+#include "engine/time_terms.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
+#include "search/evaluator/step_time_evaluator.hpp"
 #include "engine/text_format.hpp"
 #include "engine/validation_summary.hpp"
 
@@ -179,6 +182,23 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
     for (const auto& u : unestimated) out << "  " << u.id << ": " << u.reason << "\n";
   }
 }
+// --case: the terms behind one case's estimate, to see which mechanism an error comes from.
+void write_case_terms(const ValidationCase& c, const Row& r, std::ostream& out) {
+  const MemoryReport m = estimate_memory(c.model, c.run, c.cluster, c.strategy);
+  const StageMemory& st = m.stages[static_cast<std::size_t>(r.stage)];
+  out << "\nmemory terms of stage " << r.stage << " (GiB; device total " << fixed(st.device / kGiB, 2) << " of "
+      << fixed(m.capacity / kGiB, 2) << "):\n";
+  TextTable mt;
+  for (const auto& [name, bytes] : stage_terms(st)) {
+    if (bytes != 0) mt.row({name, fixed(bytes / kGiB, 2)});
+  }
+  mt.print(out, "  ");
+  const TimeReport t = estimate_step_time(c.model, c.run, c.cluster, c.strategy);
+  out << "step-time terms (s; step " << fixed(t.step, 3) << ", MFU " << fixed(100 * t.mfu, 1) << "%):\n";
+  TextTable tt;
+  for (const auto& [name, s] : time_terms(t)) tt.row({name, fixed(s, 4)});
+  tt.print(out, "  ");
+}
 }  // namespace
 
 int command_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -186,7 +206,7 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
   std::vector<std::string> files;
   double max_median = 0, max_under = 0, max_throughput = 0, min_ranking = 0;
   bool strict = false, require_fit = false;
-  std::string group_by, residuals_file;
+  std::string group_by, residuals_file, only_case;
   po::options_description desc(
       "Usage: meshfit validate CASES.yaml... [--format table|json] [gates]\n\n"
       "Estimates each measured case (schema: data/validation/README.md) and compares the estimate\n"
@@ -206,6 +226,8 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
       "require-fit", po::bool_switch(&require_fit),
       "gate: every case, a run that trained, estimated to fit its device (the search's own test)")(
       "strict", po::bool_switch(&strict), "a case that cannot be estimated is an error (exit 2)")(
+      "case", po::value(&only_case),
+      "estimate only this case (its id), and show its memory terms (the stage compared) and step-time terms")(
       "group-by", po::value(&group_by), "a summary per framework, device, model or source")(
       "write-residuals", po::value(&residuals_file),
       "write each case's measured/estimate ratios (memory, step time) and family to this file: the "
@@ -233,6 +255,12 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     cases.insert(cases.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   }
 
+  if (!only_case.empty()) {
+    const auto keep =
+        std::find_if(cases.begin(), cases.end(), [&](const ValidationCase& c) { return c.id == only_case; });
+    if (keep == cases.end()) throw InputError("command line", "--case", "no case with id " + quoted_text(only_case));
+    cases = {std::move(*keep)};
+  }
   Summary summary;
   summarize(cases, summary);
   if (!residuals_file.empty()) {
@@ -245,6 +273,7 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
     write_validate_json(summary, unestimated, group_by, out);
   } else {
     write_validate_table(summary, unestimated, group_by, out);
+    if (!only_case.empty()) write_case_terms(cases.front(), summary.rows.front(), out);
   }
   // The CI gates (issue 20's targets are the defaults a pipeline would set).
   std::vector<std::string> exceeded;
