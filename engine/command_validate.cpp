@@ -193,6 +193,10 @@ void write_case_terms(const ValidationCase& c, const Row& r, std::ostream& out) 
     if (bytes != 0) mt.row({name, fixed(bytes / kGiB, 2)});
   }
   mt.print(out, "  ");
+  out << "  (transient parts: layer " << fixed(st.tr_layer / kGiB, 2) << ", attention " << fixed(st.tr_attn / kGiB, 2)
+      << ", logits " << fixed(st.tr_logits / kGiB, 2) << ", FSDP " << fixed(st.tr_fsdp / kGiB, 2) << ", bucket "
+      << fixed(st.tr_bucket / kGiB, 2) << ", CP " << fixed(st.tr_cp / kGiB, 2) << ", EP " << fixed(st.tr_ep / kGiB, 2)
+      << ")\n";
   const TimeReport t = estimate_step_time(c.model, c.run, c.cluster, c.strategy);
   out << "step-time terms (s; step " << fixed(t.step, 3) << ", MFU " << fixed(100 * t.mfu, 1) << "%):\n";
   TextTable tt;

@@ -75,14 +75,14 @@ YAML::Node translate_model(const YAML::Node& in, const Fields& f, std::vector<st
 }
 
 // Device names of devices.md §4 (and the measured files' others), with the preset each reads.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 19> kCaseDevices{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 21> kCaseDevices{{
     {"H100-SXM-96GB", "h100-96gb"},   {"H100-96GB", "h100-96gb"},   {"H100-80GB", "h100-80gb"},
     {"H800-80GB", "h800-80gb"},       {"H200-141GB", "h200-141gb"}, {"GH200", "h200-141gb"},
     {"B200", "b200-192gb"},           {"A100-80GB", "a100-80gb"},   {"A100-40GB", "a100-40gb"},
-    {"A800-80GB", "a100-80gb"},       {"GB200", "gb200-186gb"},     {"GB300", "gb300-288gb"},
+    {"A800-80GB", "a800-80gb"},       {"GB200", "gb200-186gb"},     {"GB300", "gb300-288gb"},
     {"MI300X-192GB", "mi300x-192gb"}, {"MI300X", "mi300x-192gb"},   {"MI325X", "mi325x-256gb"},
     {"MI355X", "mi355x-288gb"},       {"H20", "h20-96gb"},          {"L40S", "l40s-48gb"},
-    {"B200-192GB", "b200-192gb"},
+    {"B200-192GB", "b200-192gb"},     {"B300", "b300-288gb"},       {"B300-288GB", "b300-288gb"},
 }};
 
 Device case_device(const Fields& d, std::vector<std::string>& notes) {
@@ -96,7 +96,6 @@ Device case_device(const Fields& d, std::vector<std::string>& notes) {
   Device dev;
   if (!preset.empty()) {
     dev = load_device(preset);
-    if (name == "A800-80GB") dev.intra_bandwidth = 200e9;  // NVLink 400 GB/s bidirectional
   } else if (capacity_gib) {
     dev = load_device("h100-80gb");
     notes.push_back("unknown device " + quoted_text(name) + ": h100-80gb figures with the case's capacity");

@@ -24,16 +24,29 @@ std::string error_of(F f) {
 }  // namespace
 
 TEST_CASE("every device of cli.md is bundled, with devices.md's figures") {
-  const std::vector<std::string> want = {"a100-40gb",    "a100-80gb",    "ascend-910b-64gb", "b200-192gb",
-                                         "gb200-186gb",  "gb300-288gb",  "h100-80gb",        "h100-96gb",
-                                         "h20-96gb",     "h200-141gb",   "h800-80gb",        "l40s-48gb",
-                                         "mi300x-192gb", "mi325x-256gb", "mi355x-288gb"};
+  const std::vector<std::string> want = {
+      "a100-40gb",   "a100-80gb",   "a800-80gb",    "ascend-910b-64gb", "b200-192gb",  "b300-288gb",
+      "gb200-186gb", "gb300-288gb", "h100-80gb",    "h100-96gb",        "h20-96gb",    "h200-141gb",
+      "h800-80gb",   "l40s-48gb",   "mi300x-192gb", "mi325x-256gb",     "mi355x-288gb"};
   CHECK(preset_names("devices") == want);
   // H800: the H100 SXM5 with NVLink cut to 400 GB/s both ways (NVIDIA's H800 datasheet).
   const Device h800 = load_device("h800-80gb");
   CHECK(h800.peak_flops == 989e12);
   CHECK(h800.intra_bandwidth == 200e9);
   CHECK(h800.inter_bandwidth == 50e9);
+  // A800: the A100 80 GB with NVLink cut from 600 to 400 GB/s both ways.
+  const Device a800 = load_device("a800-80gb");
+  CHECK(a800.peak_flops == 312e12);
+  CHECK(a800.hbm_bandwidth == 2039e9);
+  CHECK(a800.intra_bandwidth * 2 == 400e9);
+  // HGX B300: 36 PFLOP/s sparse bf16 for 8 GPUs, dense half; 275,040 MiB in nvidia-smi; 7.7 TB/s;
+  // NVLink 5 at 1.8 TB/s both ways; ConnectX-8 at 800 Gb/s.
+  const Device b300 = load_device("b300-288gb");
+  CHECK(b300.peak_flops * 8 * 2 == 36e15);
+  CHECK(b300.capacity == 275040.0 * 1024 * 1024);
+  CHECK(b300.hbm_bandwidth == 7.7e12);
+  CHECK(b300.intra_bandwidth * 2 == 1.8e12);
+  CHECK(b300.inter_bandwidth * 8 == 800e9);
   const Device h100 = load_device("H100-80GB");
   CHECK(h100.capacity == 85'520'809'984.0);  // 81,559 MiB
   CHECK(h100.peak_flops == 989e12);
