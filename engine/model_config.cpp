@@ -165,6 +165,11 @@ void read_gpt_family(const std::string& type, const Fields& c, Draft& d) {
     gpt_block(d);
     d.P_pos.set(c.optional_int("max_position_embeddings", 0), "max_position_embeddings");
     d.tie.set(c.optional_bool("tie_word_embeddings").value_or(true), "tie_word_embeddings");
+    // Megatron's --hidden-dropout and --attention-dropout (0.1 by default in Megatron-LM's
+    // arguments.py, 0 unless stated here): a hidden dropout keeps a 1-byte mask after attention
+    // and after the MLP; an attention dropout one per score, where the scores are materialised.
+    d.hidden_dropout = c.optional_number("hidden_dropout", 0, 1).value_or(0) > 0;
+    d.attention_dropout = c.optional_number("attention_dropout", 0, 1).value_or(0) > 0;
   }
   if (type == "nemotron") {
     // Nemotron-4 / Minitron (transformers' NemotronConfig): llama's fields, a squared-ReLU MLP

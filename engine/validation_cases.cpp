@@ -290,6 +290,10 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // And torchao's float8 FSDP all-gather (enable_fsdp_float8_all_gather: the weights are cast
   // before they are gathered, one byte each).
   if (fp8 && clause_states(other, {"fsdp float8 all-gather"})) vc.run.precision.beta_gather = 1;
+  // And an unfused SwiGLU (silu and the product as separate ops, keeping the silu output too):
+  // Megatron-LM's local transformer before its bias_swiglu fusion (megatron/model/transformer.py,
+  // `F.silu(x[0]) * x[1]`, as at 99b044bf), as eager torchtitan runs it.
+  if (clause_states(other, {"unfused swiglu"})) vc.run.options.fused_swiglu = false;
   // And torchtitan's AsyncTP, its TP communication overlap (the strategy's tp_comm_overlap).
   if (other.find("asynctp") != std::string::npos || other.find("async tp") != std::string::npos) {
     vc.strategy.tp_comm_overlap = true;  // read_case_strategy keeps it where TP has SP

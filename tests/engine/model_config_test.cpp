@@ -15,6 +15,7 @@
 #include "engine/validation_cases.hpp"
 #include "engine/yaml_fields.hpp"
 #include "estimators/parameter_counts.hpp"
+#include "search/evaluator/memory_evaluator.hpp"
 #include "test_support.hpp"
 
 using namespace meshfit;
@@ -359,4 +360,21 @@ TEST_CASE("validate reads from features.other the FP8 recipe and a compiled loss
   CHECK(cases[1].run.options.fp8_scaling == Fp8Scaling::mxfp8);
   CHECK_FALSE(cases[0].run.options.compiled_loss);
   CHECK(cases[1].run.options.compiled_loss);
+}
+
+TEST_CASE("validate: Megatron's gpt dropouts and an unfused SwiGLU named in features.other") {
+  const auto cases = load_validation_cases(test::data_path("validation/megatron-2023.yaml"));
+  REQUIRE(cases.size() == 2);
+  CHECK(cases[0].run.options.fused_swiglu);
+  CHECK_FALSE(cases[0].model.hidden_dropout);
+  CHECK_FALSE(cases[1].run.options.fused_swiglu);
+  CHECK(cases[1].model.hidden_dropout);
+  CHECK(cases[1].model.attention_dropout);
+  // Per layer and token the second keeps two 1-byte dropout masks (2h) and the unfused silu's
+  // bf16 output (2f) more; tp 1, one micro-batch of 2 x 2048 tokens in flight, 32 layers:
+  // 32 x 4096 x (2 x 4096 + 2 x 10880) = 3,925,868,544 bytes. Attention dropout adds nothing under
+  // flash attention (the kernel regenerates its mask).
+  const MemoryReport a = estimate_memory(cases[0].model, cases[0].run, cases[0].cluster, cases[0].strategy);
+  const MemoryReport b = estimate_memory(cases[1].model, cases[1].run, cases[1].cluster, cases[1].strategy);
+  CHECK(b.stages[0].activations - a.stages[0].activations == doctest::Approx(3925868544.0));
 }
