@@ -15,16 +15,24 @@ Residual memory_case(const std::string& framework, const std::string& recompute,
 
 }  // namespace
 
-TEST_CASE("a band: the 10th and 90th percentiles of measured/estimate, linear between order statistics") {
-  // Hyndman-Fan type 7 on 0.8, 0.9, 1.0, 1.1, 1.2 (n = 5): p10 at h = 0.4 -> 0.8 + 0.4·0.1 = 0.84;
-  // p90 at h = 3.6 -> 1.1 + 0.6·0.1 = 1.16; p50 the median 1.0.
+TEST_CASE("a band: the 10th and 90th percentiles of measured/estimate, at the order statistics' (n + 1)q") {
+  // Hyndman-Fan type 6 on 0.8, 0.9, 1.0, 1.1, 1.2 (n = 5), position h = (n + 1)q - 1 from 0:
+  // p25 at h = 0.5 -> 0.85; p75 at h = 3.5 -> 1.15; p50 the median 1.0; p10 (h = -0.4) and p90
+  // (h = 4.4) beyond the sample, held at its ends: five cases cannot place an 80 % band inside them.
   Band b;
   b.ratios = {0.8, 0.9, 1.0, 1.1, 1.2};
-  CHECK(b.quantile(0.10) == doctest::Approx(0.84));
-  CHECK(b.quantile(0.90) == doctest::Approx(1.16));
+  CHECK(b.quantile(0.25) == doctest::Approx(0.85));
+  CHECK(b.quantile(0.75) == doctest::Approx(1.15));
   CHECK(b.quantile(0.50) == doctest::Approx(1.0));
+  CHECK(b.quantile(0.10) == 0.8);
+  CHECK(b.quantile(0.90) == 1.2);
   CHECK(b.quantile(1.0) == 1.2);
   CHECK(Band{}.quantile(0.9) == 1);
+  // Nineteen cases 0.82, 0.84, ... 1.18: p10 at h = 1 -> the second, 0.84; p90 at h = 17 -> 1.16.
+  Band c;
+  for (int i = 1; i <= 19; ++i) c.ratios.push_back(0.80 + 0.02 * i);
+  CHECK(c.quantile(0.10) == doctest::Approx(0.84));
+  CHECK(c.quantile(0.90) == doctest::Approx(1.16));
 }
 
 TEST_CASE("a family with too few cases borrows from the next coarser one") {
@@ -37,7 +45,8 @@ TEST_CASE("a family with too few cases borrows from the next coarser one") {
   const Band tt = band_for(rs, {"torchtitan", false, "full", "hopper"}, Quantity::memory);
   CHECK(tt.cases == 8);
   CHECK(tt.basis == "8 torchtitan dense full hopper cases");
-  CHECK(tt.lo == doctest::Approx(1.007));  // h = 0.7 between 1.00 and 1.01
+  CHECK(tt.lo == doctest::Approx(1.00));  // h = 9 x 0.1 - 1 < 0: the smallest, 1.00
+  CHECK(tt.hi == doctest::Approx(1.07));  // h = 9 x 0.9 - 1 = 7.1 > 7: the largest, 1.07
   // Three of its own: megatron dense selective on any device (nine).
   const Band mb = band_for(rs, {"megatron", false, "selective", "hopper"}, Quantity::memory);
   CHECK(mb.cases == 9);
