@@ -49,12 +49,16 @@ struct Draft {
   bool moe_every_layer = false;    // mixtral: every layer is MoE
   bool moe_deepseek_rule = false;  // ℓ ≥ L_0 and ℓ mod q_moe = 0
   bool attention_dropout = false, hidden_dropout = false, embedding_dropout = false;
+  // Llama 4: the chunk its RoPE layers attend within, and which layers use RoPE (1) or not (0).
+  Sourced<std::int64_t> chunk;
+  std::vector<std::int64_t> rope_layers;
+  std::int64_t no_rope_every = 0;  // without rope_layers: every no_rope_every-th layer is NoPE
 };
 
 const std::vector<std::string> kTypes = {
-    "llama",       "mistral", "mixtral", "qwen2",       "qwen3", "qwen3_moe", "qwen2_moe",  "deepseek_v3",
-    "deepseek_v2", "gpt2",    "gpt",     "nemotron",    "phi3",  "granite",   "granitemoe", "starcoder2",
-    "gpt_neox",    "gpt_oss", "gemma2",  "gemma3_text", "olmo2", "olmoe",     "cohere2"};
+    "llama",  "mistral",     "mixtral",  "qwen2", "qwen3",   "qwen3_moe",  "qwen2_moe",  "deepseek_v3", "deepseek_v2",
+    "gpt2",   "gpt",         "nemotron", "phi3",  "granite", "granitemoe", "starcoder2", "gpt_neox",    "gpt_oss",
+    "gemma2", "gemma3_text", "olmo2",    "olmoe", "cohere2", "glm4_moe",   "llama4",     "llama4_text"};
 
 // Fields every llama-like family shares (§2.1.2, row `llama`).
 void read_llama_like(const Fields& c, Draft& d) {
@@ -307,12 +311,70 @@ void read_newer_llama_family(const std::string& type, const Fields& c, Draft& d)
   }
 }
 
+// GLM-4.5 / 4.6 (glm4_moe) and Llama 4 (llama4, its text model llama4_text): MoE models on
+// grouped-query attention.
+void read_moe_gqa_family(const std::string& type, const Fields& c, Draft& d) {
+  if (type == "glm4_moe") {
+    // transformers' modeling_glm4_moe.py: q/k/v biases (attention_bias), no output bias; per-head
+    // q/k RMSNorms when use_qk_norm; the first first_k_dense_replace layers dense
+    // (intermediate_size), every later one MoE: n_routed_experts of moe_intermediate_size, top
+    // num_experts_per_tok by sigmoid score with e_score_correction_bias (one per expert),
+    // n_shared_experts of the same width; untied tables; num_nextn_predict_layers MTP depths
+    // (DeepSeek-V3's block: the checkpoint holds them, Megatron-Bridge trains them).
+    read_llama_like(c, d);
+    const bool bias = c.optional_bool("attention_bias").value_or(false);
+    d.qkv_bias.set(bias, "attention_bias");
+    d.o_bias.set(false, "model_type");
+    d.qk_norm.set(c.optional_bool("use_qk_norm").value_or(false), "use_qk_norm");
+    d.E.set(c.optional_int("n_routed_experts", 0), "n_routed_experts");
+    d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
+    d.f_e.set(c.optional_int("moe_intermediate_size"), "moe_intermediate_size");
+    d.n_s.set(c.optional_int("n_shared_experts", 0), "n_shared_experts");
+    d.L_0.set(c.optional_int("first_k_dense_replace", 0), "first_k_dense_replace");
+    d.n_mtp.set(c.optional_int("num_nextn_predict_layers", 0), "num_nextn_predict_layers");
+    d.router_bias.set(true, "model_type");
+    d.moe_deepseek_rule = true;
+  }
+  if (type == "llama4" || type == "llama4_text") {
+    // transformers' modeling_llama4.py (text model): no biases unless attention_bias; its q/k
+    // norm is a weightless L2 norm; MoE layers every interleave_moe_layer_step-th (from layer
+    // step − 1) or as moe_layers lists them, each num_local_experts experts of intermediate_size,
+    // top num_experts_per_tok, a bias-free router and one shared expert of intermediate_size;
+    // dense layers of intermediate_size_mlp; untied tables. RoPE layers attend within chunks of
+    // attention_chunk_size; no_rope_layers marks them (1 = RoPE), every fourth layer NoPE (full
+    // causal) when it is empty.
+    read_llama_like(c, d);
+    read_attention_bias(c, d);
+    d.f.set(c.optional_int("intermediate_size_mlp"), "intermediate_size_mlp");
+    d.E.set(c.optional_int("num_local_experts", 0), "num_local_experts");
+    d.k.set(c.optional_int("num_experts_per_tok"), "num_experts_per_tok");
+    d.f_e.set(c.optional_int("intermediate_size"), "intermediate_size");
+    d.n_s.set(1, "model_type");
+    d.f_se.set(c.optional_int("intermediate_size"), "intermediate_size");
+    d.sparse_step.set(c.optional_int("interleave_moe_layer_step"), "interleave_moe_layer_step");
+    if (c.has("moe_layers")) {
+      // The listed layers are MoE: every other layer is an mlp-only one.
+      const std::vector<std::int64_t> moe = c.int_list("moe_layers", 0);
+      const std::int64_t L = c.optional_int("num_hidden_layers").value_or(0);
+      for (std::int64_t l = 0; l < L; ++l) {
+        if (std::find(moe.begin(), moe.end(), l) == moe.end()) d.mlp_only_layers.push_back(l);
+      }
+      d.mlp_only_field = "moe_layers";
+      d.sparse_step.set(1, "moe_layers");
+    }
+    d.chunk.set(c.optional_int("attention_chunk_size"), "attention_chunk_size");
+    d.rope_layers = c.int_list("no_rope_layers", 0);
+    d.no_rope_every = 4;
+  }
+}
+
 void read_family(const std::string& type, const Fields& c, Draft& d) {
   read_llama_family(type, c, d);
   read_deepseek_family(type, c, d);
   read_gpt_family(type, c, d);
   read_llama_block_family(type, c, d);
   read_newer_llama_family(type, c, d);
+  read_moe_gqa_family(type, c, d);
 }
 
 // The `model:` block: symbols of memory-model.md §2.1.1 written in ASCII; they override the
@@ -432,6 +494,23 @@ void derive_windows(const Draft& d, const Fields& c, Model& m) {
   }
 }
 
+// Each body layer's attention chunk (Model::layer_chunk): Llama 4's RoPE layers.
+void derive_chunks(const Draft& d, const Fields& c, Model& m) {
+  if (!d.chunk.value) return;
+  const auto L = static_cast<std::size_t>(m.layers);
+  if (!d.rope_layers.empty() && d.rope_layers.size() != L) {
+    c.fail("no_rope_layers", "expected one entry per body layer (" + std::to_string(L) + "), got " +
+                                 std::to_string(d.rope_layers.size()));
+  }
+  m.layer_chunk.assign(L, 0);
+  for (std::size_t l = 0; l < L; ++l) {
+    const bool rope = d.rope_layers.empty()
+                          ? d.no_rope_every <= 0 || (l + 1) % static_cast<std::size_t>(d.no_rope_every) != 0
+                          : d.rope_layers[l] != 0;
+    if (rope) m.layer_chunk[l] = *d.chunk.value;
+  }
+}
+
 // Upper bounds on a model's sizes, far beyond every published model (the largest have 126 body
 // layers, hidden size 25,600, 384 routed experts, vocabularies of 256 k) and low enough that
 // every parameter and element count the estimators form in 64-bit integers stays exact (the
@@ -544,6 +623,7 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
   derive_layers(d, c, m);
   m.moe_layers = std::count(m.layer_ffn.begin(), m.layer_ffn.end(), FfnKind::moe);
   derive_windows(d, c, m);
+  derive_chunks(d, c, m);
 
   const bool has_dense = std::find(m.layer_ffn.begin(), m.layer_ffn.end(), FfnKind::dense) != m.layer_ffn.end();
   if (has_dense) {
@@ -581,12 +661,16 @@ Model model_from_config(const YAML::Node& doc, const std::string& source, const 
     c.fail("model_type", "unknown model type " + quoted_text(type) + "; known: " + list +
                              " (or give the dimensions in a 'model:' block)");
   }
+  // Llama 4's config.json nests its text model (model_type llama4_text) in text_config, beside a
+  // vision encoder that text training leaves out.
+  const bool nested = type == "llama4" && c.has("text_config");
+  const Fields text = nested ? Fields(c.raw("text_config"), source, "text_config") : c;
   Draft d;
-  if (known) read_family(type, c, d);
+  if (known) read_family(type, text, d);
   if (has_symbols) read_symbols(Fields(c.raw("model"), source, "model"), d);
   std::string model_name = name;
   if (const auto n = c.optional_string("name")) model_name = *n;
-  Model m = build(d, c, type.empty() ? "custom" : type, model_name);
+  Model m = build(d, text, type.empty() ? "custom" : type, model_name);
   m.measured_census = read_census_map(c, m.input_warnings);
   return m;
 }

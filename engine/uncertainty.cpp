@@ -40,8 +40,8 @@ double Band::quantile(double q) const {
   // sorted ratios is exceeded with probability 1 − k/(n + 1) (order statistics of exchangeable
   // draws; the distribution-free prediction interval). Type 7's (n − 1)·q narrows a band made of
   // few cases: p10–p90 of 10 residuals held about 65 % of new ones, not 80 %.
-  const double h = std::clamp((static_cast<double>(ratios.size()) + 1) * q - 1, 0.0,
-                              static_cast<double>(ratios.size()) - 1);
+  const double h =
+      std::clamp((static_cast<double>(ratios.size()) + 1) * q - 1, 0.0, static_cast<double>(ratios.size()) - 1);
   const auto i = static_cast<std::size_t>(std::floor(h));
   if (i + 1 >= ratios.size()) return ratios.back();
   return ratios[i] + (h - static_cast<double>(i)) * (ratios[i + 1] - ratios[i]);

@@ -48,7 +48,7 @@ struct Band {
   std::int64_t cases = 0;
   std::string basis;                // "18 torchtitan dense cases"
   std::vector<double> ratios;       // sorted
-  double quantile(double q) const;  // at the (n + 1)·q-th order statistic, linear between (Hyndman–Fan type 6); 1 without cases
+  double quantile(double q) const;  // Hyndman–Fan type 6 (at (n + 1)·q); 1 without cases
 };
 
 enum class Quantity : std::uint8_t { memory, step_time };

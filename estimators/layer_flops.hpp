@@ -45,6 +45,7 @@ inline constexpr double kCausalFactor = 0.5;
 // query of a layer with window w < s attends min(i + 1, w) keys, w·s − w(w − 1)/2 in all against a
 // causal layer's s²/2 (κ). The layers' mean: exact for the model's total, and for a stage holding
 // a whole number of the window pattern (gpt-oss and Gemma 2 alternate, Gemma 3 repeats six).
+// A chunked layer (Llama 4) confines query i to the (i mod c) + 1 keys of its own chunk.
 double window_share(const Model& m, double seq);
 
 // Routed-expert rows one device computes per token of its b·s/cp micro-batch shard (§7.3): each

@@ -44,8 +44,11 @@ struct Model {
   // gpt-oss: one learned sink logit per query head and layer (modeling_gpt_oss.py, `sinks`).
   bool attention_sinks = false;
   // Per body layer, the keys a query attends at most: a sliding window (Mistral, Gemma 2/3,
-  // Cohere 2, gpt-oss) or a chunk (Llama 4); 0 = every key before it. Empty: all 0.
+  // Cohere 2, gpt-oss); 0 = every key before it. Empty: all 0.
   std::vector<std::int64_t> layer_window;
+  // Per body layer, the chunk a query's keys are confined to (Llama 4's chunked attention: the
+  // sequence cut into chunks of c tokens, causal inside each); 0 = none. Empty: all 0.
+  std::vector<std::int64_t> layer_chunk;
 
   // Mixture of experts (E = 0 for a dense model).
   std::int64_t experts = 0;            // E, routed experts per MoE layer

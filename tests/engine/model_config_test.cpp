@@ -378,3 +378,61 @@ TEST_CASE("validate: Megatron's gpt dropouts and an unfused SwiGLU named in feat
   const MemoryReport b = estimate_memory(cases[1].model, cases[1].run, cases[1].cluster, cases[1].strategy);
   CHECK(b.stages[0].activations - a.stages[0].activations == doctest::Approx(3925868544.0));
 }
+
+TEST_CASE("model types glm4_moe and llama4: their published parameter counts") {
+  // Configs (tests/data/models/): GLM-4.5-Air's as transformers 4.54.1 printed it after loading the
+  // released directory (Glm4MoeConfig repr, keys sorted); GLM-4.5's assembled from its technical
+  // report's Table 1 and the released configs of its family; Llama 4 Scout's and Maverick's text
+  // configs (their vision encoders left out) from the released config.json as quoted in public
+  // repositories. Counted by hand:
+  // GLM-4.5-Air: attention 4096·12288 + 2·4096·1024 + 12288·4096 + q/k/v biases 12288 + 2·1024
+  //   = 109,066,240 a layer; 1 dense layer 3·4096·10944 = 134,479,872; 45 MoE layers of 128·3·4096·1408
+  //   + shared 3·4096·1408 + router 128·4096 + its score bias 128 = 2,232,418,432; norms 2·4096 a
+  //   layer; untied tables 2·151552·4096: 46·(109,066,240 + 8,192) + 134,479,872
+  //   + 45·2,232,418,432 + 2·620,756,992 + 4096 = 106,852,251,264 (106B published).
+  // GLM-4.5: attention 2·5120·12288 + 2·5120·1024 + biases 14,336 + q/k norms 256 = 136,329,472; 3
+  //   dense layers 3·5120·12288; 89 MoE layers of 160·3·5120·1536 + 3·5120·1536 + 160·5120 + 160:
+  //   92·(136,329,472 + 10,240) + 3·188,743,680 + 89·3,799,285,920 + 2·775,946,240 + 5120
+  //   = 352,797,829,024; the report's 355B counts the MTP layer (3,988,069,792) and leaves out the
+  //   two tables: 352,797,829,024 − 1,551,892,480 + 3,988,069,792 = 355,234,006,336 (355B).
+  // Llama-4-Scout-17B-16E: attention 2·5120² + 2·5120·1024 = 62,914,560 (no biases, a weightless
+  //   q/k norm); 48 MoE layers of 16·3·5120·8192 + shared 3·5120·8192 + router 16·5120; norms
+  //   2·5120; tables 2·202048·5120: 48·(62,914,560 + 10,240 + 2,139,176,960) + 2,068,971,520 + 5120
+  //   = 107,769,861,120 (109B published with the 0.87B vision encoder); active: one routed and the
+  //   shared expert a layer, 17,172,894,720 (17B).
+  // Llama-4-Maverick-17B-128E: MoE every second layer (interleave_moe_layer_step 2: layers 1, 3, …),
+  //   128 experts, the other 24 dense of intermediate_size_mlp 16384: 48·62,924,800
+  //   + 24·(128·3·5120·8192 + 125,829,120 + 655,360) + 24·3·5120·16384 + 2,068,971,520 + 5120
+  //   = 400,711,848,960 (400B).
+  const std::vector<std::pair<std::string, std::int64_t>> published = {
+      {"glm-4.5-air.json", 106'852'251'264},
+      {"glm-4.5.json", 352'797'829'024},
+      {"llama-4-scout-17b-16e.json", 107'769'861'120},
+      {"llama-4-maverick-17b-128e.json", 400'711'848'960}};
+  for (const auto& entry : published) {
+    const Model m = load_model(test::data_path("models/" + entry.first));
+    CHECK_MESSAGE(model_params(m).main_total() == entry.second, entry.first);
+  }
+  const Model glm = load_model(test::data_path("models/glm-4.5.json"));
+  CHECK(model_params(glm).main_total() - 2 * 775'946'240LL + model_params(glm).mtp == 355'234'006'336);
+  CHECK(glm.mtp_depths == 1);
+  CHECK(glm.first_dense == 3);
+  CHECK(glm.moe_layer_count() == 89);
+  const Model scout = load_model(test::data_path("models/llama-4-scout-17b-16e.json"));
+  CHECK(model_params(scout).activated == 17'172'894'720);
+  const Model maverick = load_model(test::data_path("models/llama-4-maverick-17b-128e.json"));
+  CHECK(maverick.moe_layer_count() == 24);
+  CHECK(maverick.layer_ffn[0] == FfnKind::dense);
+  CHECK(maverick.layer_ffn[1] == FfnKind::moe);
+  // Chunked attention: no_rope_layers empty, so layers 3, 7, … 47 are NoPE (full causal) and the
+  // other 36 attend within chunks of 8192.
+  REQUIRE(scout.layer_chunk.size() == 48);
+  CHECK(scout.layer_chunk[3] == 0);
+  CHECK(scout.layer_chunk[0] == 8192);
+  CHECK(std::count(scout.layer_chunk.begin(), scout.layer_chunk.end(), 0) == 12);
+}
+
+TEST_CASE("a nested llama4 config's bad field is named under text_config") {
+  CHECK(error_of(test::data_path("bad/llama4-no-layers.json")).find("field 'text_config.num_hidden_layers': missing") !=
+        std::string::npos);
+}

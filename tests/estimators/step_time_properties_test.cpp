@@ -263,6 +263,19 @@ TEST_CASE("window_share: the attention core of sliding-window layers, by hand") 
   CHECK(flops_core(f) == doctest::Approx(0.5 * 2 * 4096.0 * 4096 * 64 * 128 * 0.530765533447265625));
 }
 
+TEST_CASE("window_share: Llama 4's chunked layers, by hand") {
+  // 48 layers, 36 attending within chunks of 8192 and 12 full causal. At s = 32768 a chunked query
+  // i attends (i mod 8192) + 1 keys: 4 chunks of 8192·8193/2 over s²/2, 0.250030517578125; the
+  // mean (36 · 0.250030517578125 + 12)/48 = 0.43752288818359375. At s ≤ 8192 the chunk is the
+  // whole sequence: 1. At s = 10000: 8192·8193/2 + 1808·1809/2 = 35,193,864 over 5·10^7.
+  Model m;
+  m.layer_chunk.assign(48, 8192);
+  for (std::size_t l = 3; l < 48; l += 4) m.layer_chunk[l] = 0;
+  CHECK(window_share(m, 32768) == doctest::Approx(0.43752288818359375).epsilon(1e-15));
+  CHECK(window_share(m, 8192) == 1.0);
+  CHECK(window_share(m, 10000) == doctest::Approx((36 * 35193864.0 / 5e7 + 12) / 48).epsilon(1e-15));
+}
+
 TEST_CASE("decomposed TP overlap: the first of tp pieces waits, the rest hide behind the GEMM pieces") {
   // Llama-3.1-70B, tp 8 with SP: per layer the collectives take C and the projection GEMMs G
   // (forward); cut into 8 pieces each, C/8 + max(0, C − G)·7/8 stays exposed (Wang et al. 2023).
