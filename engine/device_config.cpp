@@ -30,6 +30,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
                     "preset",
                     "capacity",
                     "fragmentation",
+                    "fragmentation_floor",
                     "overhead_context",
                     "overhead_per_communicator",
                     "overhead_workspaces",
@@ -95,6 +96,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
     f.fail("devices_per_node", "missing; expected a positive integer");
   }
   bounded("fragmentation", d.fragmentation, 0, 10);
+  bounded("fragmentation_floor", d.fragmentation_floor, 0, 10);
   bounded("overhead_context", d.overhead_context, 0, kPiB);
   bounded("overhead_per_communicator", d.overhead_per_communicator, 0, kPiB);
   bounded("overhead_workspaces", d.overhead_workspaces, 0, kPiB);

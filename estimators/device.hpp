@@ -12,8 +12,14 @@ struct Device {
   // file does not say): the device class the validation residuals are grouped by.
   std::string generation = "other";
   // Memory model (memory-model.md §11).
-  double capacity = 0;                   // bytes the strategy must fit in
-  double fragmentation = 0.10;           // φ = reserved/allocated − 1
+  double capacity = 0;          // bytes the strategy must fit in
+  double fragmentation = 0.10;  // φ = reserved/allocated − 1
+  // φ_min: the share of M_alloc PyTorch's caching allocator cannot hand back when memory runs
+  // short (the free tails of segments that still hold live blocks): before it reports an
+  // out-of-memory error it frees every cached segment with no live block and retries
+  // (c10/cuda/CUDACachingAllocator.cpp, release_cached_blocks), so a stage whose M_alloc fits
+  // with this much to spare runs, its reserved squeezed to what is left (memory-model.md §11).
+  double fragmentation_floor = 0.04;
   double overhead_context = 0;           // O_ctx, bytes
   double overhead_per_communicator = 0;  // O_comm, bytes
   double overhead_workspaces = 0;        // O_ws, bytes

@@ -21,23 +21,30 @@ std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const Sta
   return n;
 }
 
-double stage_totals(StageMemory& st, const Device& dev, bool has_moe) {
+double device_total(double allocated, double outside, const Device& dev, double budget) {
+  const double unconstrained = allocated * (1 + dev.fragmentation) + outside;
+  const double squeezed = allocated * (1 + std::min(dev.fragmentation, dev.fragmentation_floor)) + outside;
+  return std::min(unconstrained, std::max(squeezed, budget));
+}
+
+double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double budget) {
   const double stat = st.static_total();
   const double backward = stat + st.deferred_grads + st.activations + st.seed_comm + st.transient;
   const double step = stat + st.step_transient;
   st.step_phase_binds = step > backward;
   st.allocated = std::max(backward, step);
-  st.reserved = st.allocated * (1 + dev.fragmentation);
   st.cuda_context = dev.overhead_context;
   st.communicator_buffers = static_cast<double>(st.communicators) * dev.overhead_per_communicator;
   st.workspaces = dev.overhead_workspaces;
   st.ep_library = has_moe ? dev.overhead_ep_library : 0;
   st.fixed_margin = dev.overhead_fixed;
-  st.device = st.reserved + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
-              st.fixed_margin + st.tp_overlap_buffers;
+  const double outside = st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library + st.fixed_margin +
+                         st.tp_overlap_buffers;
+  st.device = device_total(st.allocated, outside, dev, budget);
+  st.reserved = st.device - outside;
   // O_tpo grows with the micro-batch size, which the floor must not read (it is ≥ 0).
-  return stat * (1 + dev.fragmentation) + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
-         st.fixed_margin;
+  return stat * (1 + std::min(dev.fragmentation, dev.fragmentation_floor)) + st.cuda_context + st.communicator_buffers +
+         st.workspaces + st.ep_library + st.fixed_margin;
 }
 
 }  // namespace meshfit

@@ -18,10 +18,16 @@ struct StageGroups {
 // n_comm(i): one communicator per group of more than one rank (§11's table).
 std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const StageGroups& g);
 
+// §11: M_device from M_alloc and the memory outside the allocator (`outside`), against the budget
+// (capacity − headroom). Unconstrained the allocator reserves M_alloc·(1 + φ); when that does not
+// fit, it releases its cached segments and serves M_alloc from what is left, down to
+// M_alloc·(1 + φ_min) (Device::fragmentation_floor): the device total is then the budget itself.
+double device_total(double allocated, double outside, const Device& dev, double budget);
+
 // §11's totals of a stage whose terms are set (model states, deferred gradients, activations,
 // transient, step transient, communicators, O_tpo): M_alloc (the backward or the optimizer-step phase),
 // M_reserved, the overheads outside the allocator and M_device. Returns the stage's static floor
-// (its model states in place of M_alloc), the search's ZeRO-setting bound.
-double stage_totals(StageMemory& st, const Device& dev, bool has_moe);
+// (its model states in place of M_alloc, at φ_min), the search's ZeRO-setting bound.
+double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double budget);
 
 }  // namespace meshfit

@@ -390,7 +390,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     const StageGroups groups{has_moe, (m.tie || m.mtp_depths > 0) && t.split_ends && (st.embedding || st.head)};
     st.communicators = communicator_count(s, m.is_moe(), groups);
     st.tp_overlap_buffers = tp_overlap;
-    report.static_floor = std::max(report.static_floor, stage_totals(st, dev, has_moe));
+    report.static_floor = std::max(report.static_floor, stage_totals(st, dev, has_moe, report.budget));
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;
       report.peak_stage = i;

@@ -81,9 +81,9 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
     const double transient = largest_transient(tr_layer, p.tr_attn, p.tr_logits,
                                                gather_per_layer ? t.tr_fsdp : p.tr_fsdp, t.tr_bucket, p.tr_cp, p.tr_ep);
     const double backward = t.stat + (t.defers ? t.deferred : p.deferred_grads) + p.activations + transient;
-    const double reserved = std::max(backward, t.step) * (1 + dev.fragmentation);
-    const double device = reserved + dev.overhead_context + t.communicator_buffers + dev.overhead_workspaces +
-                          t.ep_library + dev.overhead_fixed + tp_overlap;
+    const double outside = dev.overhead_context + t.communicator_buffers + dev.overhead_workspaces + t.ep_library +
+                           dev.overhead_fixed + tp_overlap;
+    const double device = device_total(std::max(backward, t.step), outside, dev, report.budget);
     if (i == 0 || device > report.peak) {
       report.peak = device;
       report.peak_stage = i;
@@ -233,9 +233,10 @@ void static_totals(StaticSide& statics, const ActivationSide& side, const Layout
     tot.tr_bucket = grad_bucket_transient(max_rg, t.s, t.run);
     tot.communicator_buffers = static_cast<double>(statics.communicators[i]) * dev.overhead_per_communicator;
     tot.ep_library = a.has_moe ? dev.overhead_ep_library : 0;
-    statics.static_floor = std::max(statics.static_floor, tot.stat * (1 + dev.fragmentation) + dev.overhead_context +
-                                                              tot.communicator_buffers + dev.overhead_workspaces +
-                                                              tot.ep_library + dev.overhead_fixed);
+    statics.static_floor =
+        std::max(statics.static_floor, tot.stat * (1 + std::min(dev.fragmentation, dev.fragmentation_floor)) +
+                                           dev.overhead_context + tot.communicator_buffers + dev.overhead_workspaces +
+                                           tot.ep_library + dev.overhead_fixed);
   }
 }
 
@@ -397,7 +398,7 @@ void finish(MemoryReport& report, std::vector<StageMemory>& spare, bool detail, 
     sapp_nd::apply_seed_stage(st, m, run, s, layout, a.partial.chunk_inflight);  // §17.5 (sapp-nd only)
     st.host = statics.stages[iu].host;
     st.tp_overlap_buffers = tp_overlap;
-    report.static_floor = std::max(report.static_floor, stage_totals(st, dev, a.has_moe));
+    report.static_floor = std::max(report.static_floor, stage_totals(st, dev, a.has_moe, report.budget));
     if (i == 0 || st.device > report.peak) {
       report.peak = st.device;
       report.peak_stage = i;

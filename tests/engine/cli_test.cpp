@@ -416,11 +416,11 @@ TEST_CASE("sweep: bad input names the file and field; a shard is K/N, written as
 }
 
 TEST_CASE("--offload searches offloaded states: a model that fits only with them (issue 23)") {
-  // Llama-3.1-70B's model states alone are 18 B × 70.6 G / 16 = 79 GB per GPU on 16 H100s: nothing
-  // fits on the device, and the search says offload was not searched.
+  // Llama-3.1-405B's model states alone are 18 B × 405.9 G / 64 = 114 GB per GPU on 64 H100s (80
+  // GB): nothing fits on the device, and the search says offload was not searched.
   auto search = [](std::vector<std::string> extra) {
-    std::vector<std::string> a{"search", "--model", "llama-3.1-70b",  "--device", "h100-80gb", "--devices", "16",
-                               "--seq",  "4096",    "--global-batch", "32",       "--format",  "json"};
+    std::vector<std::string> a{"search", "--model", "llama-3.1-405b", "--device", "h100-80gb", "--devices", "64",
+                               "--seq",  "4096",    "--global-batch", "64",       "--format",  "json"};
     a.insert(a.end(), extra.begin(), extra.end());
     return run(a);
   };

@@ -13,6 +13,7 @@
 #include "engine/input_error.hpp"
 #include "engine/model_config.hpp"
 #include "engine/validation_cases.hpp"
+#include "engine/validation_summary.hpp"
 #include "engine/yaml_fields.hpp"
 #include "estimators/parameter_counts.hpp"
 #include "search/evaluator/memory_evaluator.hpp"
@@ -435,4 +436,13 @@ TEST_CASE("model types glm4_moe and llama4: their published parameter counts") {
 TEST_CASE("a nested llama4 config's bad field is named under text_config") {
   CHECK(error_of(test::data_path("bad/llama4-no-layers.json")).find("field 'text_config.num_hidden_layers': missing") !=
         std::string::npos);
+}
+
+TEST_CASE("validate: a run that trained fits its device, its twin that ran out of memory does not") {
+  // torchtitan's Llama-2-70B on 64 A100-80GB at local batch 1 trained; at 2 it ran out of memory.
+  // Local batch 1 needs the allocator's reserve squeezed (device_total) to fit.
+  const auto cases = load_validation_cases(test::data_path("validation/torchtitan-70b-a100-oom.yaml"));
+  REQUIRE(cases.size() == 2);
+  CHECK(compare_case(cases[0]).fits);
+  CHECK_FALSE(compare_case(cases[1]).fits);
 }
