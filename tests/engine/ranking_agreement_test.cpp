@@ -15,4 +15,10 @@ TEST_CASE("ranking agreement: the pairs of a source ordered as measured, ties in
   CHECK(r.concordant == 2.5);
   CHECK(r.share() == 0.625);
   CHECK(ranking_agreement({}).share() == 0);
+  // Within 1 % of each other, measurements are no order: 100 and 100.9 drop out, each with 102.5 stays.
+  const std::vector<RankedRun> close = {{"d", 2, 100}, {"d", 1, 100.9}, {"d", 3, 102.5}};
+  const RankingAgreement c = ranking_agreement(close);
+  CHECK(c.pairs == 2);  // (100, 102.5) and (100.9, 102.5), both ordered as measured
+  CHECK(c.concordant == 2);
+  CHECK(ranking_agreement(close, 0).pairs == 3);
 }
