@@ -23,7 +23,7 @@ std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const Sta
 
 double device_total(double allocated, double outside, const Device& dev, double budget) {
   const double unconstrained = allocated * (1 + dev.fragmentation) + outside;
-  const double squeezed = allocated * (1 + std::min(dev.fragmentation, dev.fragmentation_floor)) + outside;
+  const double squeezed = allocated * least_reserve_factor(dev) + outside;
   return std::min(unconstrained, std::max(squeezed, budget));
 }
 
@@ -43,8 +43,8 @@ double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double bud
   st.device = device_total(st.allocated, outside, dev, budget);
   st.reserved = st.device - outside;
   // O_tpo grows with the micro-batch size, which the floor must not read (it is ≥ 0).
-  return stat * (1 + std::min(dev.fragmentation, dev.fragmentation_floor)) + st.cuda_context + st.communicator_buffers +
-         st.workspaces + st.ep_library + st.fixed_margin;
+  return stat * least_reserve_factor(dev) + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
+         st.fixed_margin;
 }
 
 }  // namespace meshfit

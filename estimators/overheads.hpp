@@ -18,6 +18,12 @@ struct StageGroups {
 // n_comm(i): one communicator per group of more than one rank (§11's table).
 std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const StageGroups& g);
 
+// 1 + φ_min: the least reserve per allocated byte, what a stage squeezed by its budget keeps
+// (never more than the unconstrained 1 + φ).
+inline double least_reserve_factor(const Device& dev) {
+  return 1 + (dev.fragmentation_floor < dev.fragmentation ? dev.fragmentation_floor : dev.fragmentation);
+}
+
 // §11: M_device from M_alloc and the memory outside the allocator (`outside`), against the budget
 // (capacity − headroom). Unconstrained the allocator reserves M_alloc·(1 + φ); when that does not
 // fit, it releases its cached segments and serves M_alloc from what is left, down to

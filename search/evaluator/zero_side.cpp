@@ -233,10 +233,9 @@ void static_totals(StaticSide& statics, const ActivationSide& side, const Layout
     tot.tr_bucket = grad_bucket_transient(max_rg, t.s, t.run);
     tot.communicator_buffers = static_cast<double>(statics.communicators[i]) * dev.overhead_per_communicator;
     tot.ep_library = a.has_moe ? dev.overhead_ep_library : 0;
-    statics.static_floor =
-        std::max(statics.static_floor, tot.stat * (1 + std::min(dev.fragmentation, dev.fragmentation_floor)) +
-                                           dev.overhead_context + tot.communicator_buffers + dev.overhead_workspaces +
-                                           tot.ep_library + dev.overhead_fixed);
+    statics.static_floor = std::max(statics.static_floor, tot.stat * least_reserve_factor(dev) + dev.overhead_context +
+                                                              tot.communicator_buffers + dev.overhead_workspaces +
+                                                              tot.ep_library + dev.overhead_fixed);
   }
 }
 
