@@ -88,7 +88,7 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
         .field("confident_worst_over_error", *s.confident.over->error);
   }
   j.key("not_fitting").begin_array();
-  for (const Row* r : s.called_oom) j.value(r->c->id);
+  for (const Row* r : s.not_fitting) j.value(r->c->id);
   j.end_array();
   j.field("memory_ranking_pairs", s.memory_rank.pairs).field("memory_ranking_agreement", s.memory_rank.share());
   j.field("throughput_ranking_pairs", s.tokens_rank.pairs).field("throughput_ranking_agreement", s.tokens_rank.share());
@@ -160,8 +160,8 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
   };
   out << "inside their p10-p90 band made without their own source: memory " << share(cov.memory_in, cov.memory_cases)
       << ", step time " << share(cov.time_in, cov.time_cases) << "\n";
-  out << "runs that trained, estimated not to fit their device: " << s.called_oom.size();
-  for (const Row* r : s.called_oom) out << " " << r->c->id;
+  out << "runs that trained, estimated not to fit their device: " << s.not_fitting.size();
+  for (const Row* r : s.not_fitting) out << " " << r->c->id;
   out << "\n";
   std::string implausible;
   std::size_t n_implausible = 0;
@@ -300,10 +300,10 @@ int command_validate(const std::vector<std::string>& args, std::ostream& out, st
                          fixed(100 * rank->share(), 1) + "% < " + fixed(100 * min_ranking, 1) + "%");
     }
   }
-  if (require_fit && !summary.called_oom.empty()) {
+  if (require_fit && !summary.not_fitting.empty()) {
     exceeded.push_back(
-        std::to_string(summary.called_oom.size()) +
-        " runs that trained estimated not to fit their device (first: " + summary.called_oom.front()->c->id + ")");
+        std::to_string(summary.not_fitting.size()) +
+        " runs that trained estimated not to fit their device (first: " + summary.not_fitting.front()->c->id + ")");
   }
   for (const auto& e : exceeded) err << "meshfit validate: gate exceeded: " << e << '\n';
   return exceeded.empty() ? 0 : 1;

@@ -355,8 +355,7 @@ void read_moe_gqa_family(const std::string& type, const Fields& c, Draft& d) {
     if (c.has("moe_layers")) {
       // The listed layers are MoE: every other layer is an mlp-only one.
       const std::vector<std::int64_t> moe = c.int_list("moe_layers", 0);
-      const std::int64_t L = c.optional_int("num_hidden_layers").value_or(0);
-      for (std::int64_t l = 0; l < L; ++l) {
+      for (std::int64_t l = 0; l < d.L.value.value_or(0); ++l) {
         if (std::find(moe.begin(), moe.end(), l) == moe.end()) d.mlp_only_layers.push_back(l);
       }
       d.mlp_only_field = "moe_layers";

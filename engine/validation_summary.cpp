@@ -54,7 +54,7 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
   s.rows.reserve(cases.size());
   for (const auto& c : cases) s.rows.push_back(compare_case(c));
   for (const auto& r : s.rows) {
-    if (!r.fits) s.called_oom.push_back(&r);
+    if (!r.fits) s.not_fitting.push_back(&r);
     if (r.error) {
       s.memory.add(r);
       if (!r.c->low_confidence) s.confident.add(r);

@@ -59,7 +59,7 @@ struct Summary {
   const Row* tok_over = nullptr;
   double tokens_med = 0;
   std::int64_t within = 0;                    // memory cases within 10%
-  std::vector<const Row*> called_oom;         // runs that trained, estimated not to fit
+  std::vector<const Row*> not_fitting;        // runs that trained, estimated not to fit
   RankingAgreement memory_rank, tokens_rank;  // within each source
 };
 
