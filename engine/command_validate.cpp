@@ -61,7 +61,7 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
     j.field("estimate_tokens_per_sec_per_device", r.tokens_per_sec);
     j.field("measured_tokens_per_sec_per_device", r.c->measured_tokens_per_sec);
     j.field("tokens_error", r.tokens_error);
-    j.field("measured_implied_mfu", r.measured_mfu);
+    j.field("measured_implied_hfu", r.measured_hfu);
     j.key("defaults").begin_array();
     for (const auto& d : r.c->defaults_taken) j.value(d);
     j.end_array().end_object();
@@ -95,6 +95,9 @@ void write_validate_json(const Summary& s, const std::vector<UnestimatedCase>& u
   const Coverage cov = held_out_coverage(s);
   j.field("memory_band_cases", cov.memory_cases).field("memory_inside_band", cov.memory_in);
   j.field("step_time_band_cases", cov.time_cases).field("step_time_inside_band", cov.time_in);
+  j.key("implausible").begin_array();
+  for (const Row* r : s.implausible) j.value(r->c->id);
+  j.end_array();
   j.field("throughput_cases", static_cast<std::int64_t>(s.tokens_abs.size()));
   if (!s.tokens_abs.empty()) {
     j.field("throughput_median_abs_error", s.tokens_med)
@@ -145,9 +148,10 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
         << s.confident.over->c->id << " " << percent(*s.confident.over->error) << "\n";
   }
   if (!s.tokens_abs.empty()) {
-    out << "throughput: " << s.tokens_abs.size() << " cases; median absolute error " << fixed(100 * s.tokens_med, 1)
-        << "%; worst under " << s.tok_under->c->id << " " << percent(*s.tok_under->tokens_error) << "; worst over "
-        << s.tok_over->c->id << " " << percent(*s.tok_over->tokens_error) << "\n";
+    out << "throughput: " << s.tokens_abs.size() << " cases judged; median absolute error "
+        << fixed(100 * s.tokens_med, 1) << "%; worst under " << s.tok_under->c->id << " "
+        << percent(*s.tok_under->tokens_error) << "; worst over " << s.tok_over->c->id << " "
+        << percent(*s.tok_over->tokens_error) << "\n";
   }
   auto ranking = [](const RankingAgreement& a) {
     return fixed(100 * a.share(), 1) + "% of " + std::to_string(a.pairs) + " pairs";
@@ -163,18 +167,14 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
   out << "runs that trained, estimated not to fit their device: " << s.not_fitting.size();
   for (const Row* r : s.not_fitting) out << " " << r->c->id;
   out << "\n";
-  std::string implausible;
-  std::size_t n_implausible = 0;
-  for (const auto& r : s.rows) {
-    if (!r.measured_mfu || *r.measured_mfu <= 1) continue;
-    ++n_implausible;
-    implausible += " " + r.c->id + " (" + fixed(*r.measured_mfu, 2) + ")";
-  }
-  if (n_implausible > 0) {
-    out << "implausible, " << n_implausible
-        << " cases: the measured throughput needs more than the device's peak FLOP/s under the case's stated "
-           "shape (implied MFU):"
-        << implausible << "\n";
+  if (!s.implausible.empty()) {
+    out << "implausible, " << s.implausible.size()
+        << " cases, their throughput not judged (left out of the throughput summary, ranking and bands): the "
+           "measured throughput needs more than the device's peak FLOP/s (its FP8 peak for FP8 linears) under the "
+           "case's stated shape (implied "
+           "hardware FLOP utilisation, recompute included):";
+    for (const Row* r : s.implausible) out << " " << r->c->id << " (" << fixed(*r->measured_hfu, 2) << ")";
+    out << "\n";
   }
   if (!group_by.empty()) write_groups_table(groups_of(s, group_by), group_by, out);
   if (!unestimated.empty()) {

@@ -25,15 +25,27 @@ Row compare_case(const ValidationCase& c) {
   }
   const double gib = best / kGiB;
   const TimeReport t = estimate_step_time(c.model, c.run, c.cluster, c.strategy);
-  std::optional<double> tokens_error, measured_mfu;
+  std::optional<double> tokens_error, measured_hfu;
   if (c.measured_tokens_per_sec && *c.measured_tokens_per_sec > 0) {
     tokens_error = t.tokens_per_sec_per_device / *c.measured_tokens_per_sec - 1;
-    if (t.tokens_per_sec_per_device > 0)
-      measured_mfu = t.mfu * *c.measured_tokens_per_sec / t.tokens_per_sec_per_device;
+    // The hardware also runs the recomputed forward (hardware FLOP utilisation, Korthikanti et
+    // al. 2022 §5): the estimate's compute times, at one efficiency, stand for the FLOP ratio.
+    const double model_compute = t.forward + t.backward;
+    if (t.tokens_per_sec_per_device > 0 && model_compute > 0)
+      measured_hfu = t.mfu * (model_compute + t.recompute) / model_compute * *c.measured_tokens_per_sec /
+                     t.tokens_per_sec_per_device;
   }
   std::optional<double> error;
   if (c.measured_gib) error = gib / *c.measured_gib - 1;
-  return {&c, gib, error, stage, t.tokens_per_sec_per_device, tokens_error, measured_mfu, r.fits};
+  return {&c,
+          gib,
+          error,
+          stage,
+          t.tokens_per_sec_per_device,
+          tokens_error,
+          measured_hfu,
+          c.run.options.fp8_linears ? 2.0 : 1.0,
+          r.fits};
 }
 
 double median(std::vector<double> v) {
@@ -59,10 +71,11 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
       s.memory.add(r);
       if (!r.c->low_confidence) s.confident.add(r);
     }
-    if (r.tokens_error) {
-      s.tokens_abs.push_back(std::fabs(*r.tokens_error));
-      if (!s.tok_under || *r.tokens_error < *s.tok_under->tokens_error) s.tok_under = &r;
-      if (!s.tok_over || *r.tokens_error > *s.tok_over->tokens_error) s.tok_over = &r;
+    if (r.implausible()) s.implausible.push_back(&r);
+    if (const auto e = r.judged_tokens_error()) {
+      s.tokens_abs.push_back(std::fabs(*e));
+      if (!s.tok_under || *e < *s.tok_under->tokens_error) s.tok_under = &r;
+      if (!s.tok_over || *e > *s.tok_over->tokens_error) s.tok_over = &r;
     }
   }
   s.memory.med = median(s.memory.abs_errors);
@@ -72,7 +85,8 @@ void summarize(const std::vector<ValidationCase>& cases, Summary& s) {
   std::vector<RankedRun> memory, tokens;
   for (const auto& r : s.rows) {
     if (r.c->measured_gib) memory.push_back({r.c->source, r.estimate_gib, *r.c->measured_gib});
-    if (r.c->measured_tokens_per_sec) tokens.push_back({r.c->source, r.tokens_per_sec, *r.c->measured_tokens_per_sec});
+    if (r.c->measured_tokens_per_sec && !r.implausible())
+      tokens.push_back({r.c->source, r.tokens_per_sec, *r.c->measured_tokens_per_sec});
   }
   s.memory_rank = ranking_agreement(memory);
   s.tokens_rank = ranking_agreement(tokens);
@@ -90,14 +104,14 @@ std::vector<Group> groups_of(const Summary& s, const std::string& by) {
     if (it == out.end()) it = out.insert(out.end(), Group{key, 0, {}, {}});
     ++it->cases;
     if (r.error) it->memory.push_back(std::fabs(*r.error));
-    if (r.tokens_error) it->throughput.push_back(std::fabs(*r.tokens_error));
+    if (const auto e = r.judged_tokens_error()) it->throughput.push_back(std::fabs(*e));
   }
   std::sort(out.begin(), out.end(), [](const Group& a, const Group& b) { return a.key < b.key; });
   return out;
 }
 
 // Each case's measured / estimate, memory and step time, for data/uncertainty/residuals.yaml. A
-// throughput the case's own shape cannot reach (implied MFU above 1) gives no step-time residual.
+// throughput the case's own shape cannot reach (implied hardware FLOP utilisation above 1) gives no step-time residual.
 // Low-confidence measurements count: runs to come carry uncertain settings too.
 std::vector<Residual> residuals_of(const Summary& s) {
   std::vector<Residual> out;
@@ -105,7 +119,7 @@ std::vector<Residual> residuals_of(const Summary& s) {
     const ValidationCase& c = *r.c;
     Residual x{c.id, family_of(c.model, c.run, c.cluster, c.strategy), std::nullopt, std::nullopt};
     if (c.measured_gib && r.estimate_gib > 0) x.memory = *c.measured_gib / r.estimate_gib;
-    if (r.tokens_error && !(r.measured_mfu && *r.measured_mfu > 1)) x.step_time = 1 + *r.tokens_error;
+    if (const auto e = r.judged_tokens_error()) x.step_time = 1 + *e;
     out.push_back(std::move(x));
   }
   return out;

@@ -21,10 +21,21 @@ struct Row {
   std::int64_t stage;
   double tokens_per_sec;  // estimated throughput per device
   std::optional<double> tokens_error;
-  // The measured throughput's model FLOP/s over the device's peak, with the estimate's FLOP count
-  // per token (the estimate's MFU scaled by measured / estimated tokens): above 1, the case's
-  // stated shape, sequence and batch cannot all hold.
-  std::optional<double> measured_mfu;
+  // The measured throughput's hardware FLOP/s (the recomputed forward included) over the
+  // device's peak, with the estimate's FLOP count per token (the estimate's utilisation scaled by
+  // measured / estimated tokens): above 1, the case's stated shape, sequence, batch and recompute
+  // cannot all hold.
+  std::optional<double> measured_hfu;
+  // A throughput the case's own shape cannot reach: the measurement is not of the stated shape, so
+  // it judges no estimate (the throughput summary, the ranking and the bands leave it out; its row
+  // still prints its error).
+  bool implausible() const { return measured_hfu && *measured_hfu > hfu_bound; }
+  // The utilisation the device's tensor cores allow against its bf16 peak: 1, or 2 for a run with
+  // FP8 linears (dense FP8 runs at twice the bf16 rate on every device that has it: H100/H200
+  // 1979 vs 989 TFLOP/s, B200, MI300X 2615 vs 1307, per the vendors' datasheets).
+  double hfu_bound = 1;
+  // The throughput error the summary judges: none for a case without one or an implausible one.
+  std::optional<double> judged_tokens_error() const { return implausible() ? std::nullopt : tokens_error; }
   // Whether the estimate fits the case's device (MemoryReport::fits, the search's own test). Every
   // case is a run that trained, so false is the worst error a planner can make: it would reject a
   // recipe known to work.
@@ -54,12 +65,13 @@ struct Summary {
   // Every case that measured memory, and those of high or medium confidence: the set the
   // targets and the gates judge.
   MemoryErrors memory, confident;
-  std::vector<double> tokens_abs;  // of the cases that measured throughput
+  std::vector<double> tokens_abs;  // of the cases whose measured throughput is judged
   const Row* tok_under = nullptr;
   const Row* tok_over = nullptr;
   double tokens_med = 0;
   std::int64_t within = 0;                    // memory cases within 10%
   std::vector<const Row*> not_fitting;        // runs that trained, estimated not to fit
+  std::vector<const Row*> implausible;        // measured throughput above the device's peak
   RankingAgreement memory_rank, tokens_rank;  // within each source
 };
 
@@ -76,7 +88,7 @@ struct Group {
 std::vector<Group> groups_of(const Summary& s, const std::string& by);
 
 // Each case's measured / estimate, memory and step time, for data/uncertainty/residuals.yaml. A
-// throughput the case's own shape cannot reach (implied MFU above 1) gives no step-time residual.
+// throughput the case's own shape cannot reach (implied hardware FLOP utilisation above 1) gives no step-time residual.
 // Low-confidence measurements count: runs to come carry uncertain settings too.
 std::vector<Residual> residuals_of(const Summary& s);
 
