@@ -186,6 +186,14 @@ void write_validate_table(const Summary& s, const std::vector<UnestimatedCase>& 
 void write_case_terms(const ValidationCase& c, const Row& r, std::ostream& out) {
   const MemoryReport m = estimate_memory(c.model, c.run, c.cluster, c.strategy);
   const StageMemory& st = m.stages[static_cast<std::size_t>(r.stage)];
+  if (m.stages.size() > 1) {
+    out << "\nper stage (GiB, " << to_string(c.compared) << "):";
+    for (const auto& each : m.stages) {
+      out << " " << each.stage << ": "
+          << fixed((c.compared == MemoryMetric::allocated ? each.allocated : each.reserved) / kGiB, 2);
+    }
+    out << "\n";
+  }
   out << "\nmemory terms of stage " << r.stage << " (GiB; device total " << fixed(st.device / kGiB, 2) << " of "
       << fixed(m.capacity / kGiB, 2) << "):\n";
   TextTable mt;

@@ -22,6 +22,8 @@ std::vector<std::pair<std::string, double>> stage_terms(const StageMemory& st) {
                                                     {"fixed_margin", st.fixed_margin}};
   // --rules sapp-nd's resident communication buffers (memory-model.md §17.5.1), only when priced.
   if (st.seed_comm > 0) terms.insert(terms.begin() + 8, {"comm_buffers", st.step_phase_binds ? 0 : st.seed_comm});
+  // PyTorch pipelining's buffers (memory-model.md §8.6), held in both phases, only when priced.
+  if (st.pipeline_buffers > 0) terms.insert(terms.begin() + 6, {"pipeline_buffers", st.pipeline_buffers});
   // TP communication overlap's buffers outside the allocator (memory-model.md §11), only when priced.
   if (st.tp_overlap_buffers > 0) terms.emplace_back("tp_overlap_buffers", st.tp_overlap_buffers);
   return terms;

@@ -120,6 +120,8 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "fp8_saved_matmul_inputs",
                                                  "fp8_allgather",
                                                  "defer_grad_sync",
+                                                 "pipeline_stage_buffers",
+                                                 "pipeline_outputs_every_stage",
                                                  "torch_compile",
                                                  "fp8_linears",
                                                  "fp8_scaling",
@@ -257,6 +259,8 @@ void read_precision_options(const OptionReader& r, Run& run) {
   r.flag("fp8_saved_matmul_inputs", o.fp8_saved_matmul_inputs);
   if (f.optional_bool("fp8_allgather").value_or(false)) p.beta_gather = 1;
   r.optional_flag("defer_grad_sync", o.defer_grad_sync);
+  r.optional_flag("pipeline_stage_buffers", o.pipeline_stage_buffers);
+  r.flag("pipeline_outputs_every_stage", o.pipeline_outputs_every_stage);
   r.flag("torch_compile", o.torch_compile);
   r.flag("fp8_linears", o.fp8_linears);
   r.choice("fp8_scaling", o.fp8_scaling,

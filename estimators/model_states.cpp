@@ -94,6 +94,10 @@ bool defers_grad_sync(const Run& run, const Strategy& s) {
   return run.options.defer_grad_sync.value_or(run.profile.framework == Framework::torchtitan && s.pp > 1);
 }
 
+bool defers_chunk_by_chunk(const Strategy& s) {
+  return s.vpp > 1 && s.schedule == Schedule::interleaved_1f1b && s.num_microbatches < 2 * s.pp;
+}
+
 bool reshards_after_forward(const Run& run, const Strategy& s) {
   switch (run.profile.reshard_after_forward) {
     case ReshardAfterForward::on: return true;

@@ -29,8 +29,9 @@ double device_total(double allocated, double outside, const Device& dev, double 
 
 double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double budget) {
   const double stat = st.static_total();
-  const double backward = stat + st.deferred_grads + st.activations + st.seed_comm + st.transient;
-  const double step = stat + st.step_transient;
+  // PyTorch pipelining's buffers stay through the optimizer step (the next step clears them).
+  const double backward = stat + st.deferred_grads + st.pipeline_buffers + st.activations + st.seed_comm + st.transient;
+  const double step = stat + st.pipeline_buffers + st.step_transient;
   st.step_phase_binds = step > backward;
   st.allocated = std::max(backward, step);
   st.cuda_context = dev.overhead_context;

@@ -16,6 +16,7 @@
 #include "estimators/overheads.hpp"
 #include "estimators/parameter_counts.hpp"
 #include "estimators/pipeline_layout.hpp"
+#include "estimators/pipeline_stage_buffers.hpp"
 #include "estimators/rules_profile.hpp"
 #include "estimators/sapp_nd_rules.hpp"
 #include "estimators/sapp_nd_stage.hpp"
@@ -156,6 +157,7 @@ struct ChunkFigures {
   std::array<double, 2> best{kNone, kNone};   // its own largest candidate per kind (DualPipeV, §9.8)
   std::array<std::int64_t, 2> full_layers{};  // fully recomputed layers per kind (§9.9)
   std::array<double, 2> full_kept{};          // what each such layer keeps, per kind
+  double unsharded = 0;                       // its parameters' unsharded elements (ruling 10)
 };
 
 // What the walk of a stage's chunks finds besides the stage's own fields.
@@ -183,6 +185,7 @@ void walk_stage(StageMemory& st, StageWalk& w, const Model& m, const Run& run, c
     const std::int64_t u = layout.vstage_of(st.stage, c);
     const VirtualStage& vs = layout.vstages[static_cast<std::size_t>(u)];
     ChunkFigures& ch = w.chunks[static_cast<std::size_t>(c)];
+    const double unsharded_before = states.unsharded_elements;
     st.layers += vs.layers;
     st.full_recompute += vs.full_recompute;
     // Forward: each layer's kept bytes and model states (§6, §7).
@@ -263,6 +266,7 @@ void walk_stage(StageMemory& st, StageWalk& w, const Model& m, const Run& run, c
       }
       after += a.kept;
     }
+    ch.unsharded = states.unsharded_elements - unsharded_before;
   }
 }
 
@@ -287,8 +291,30 @@ void stage_model_states(StageMemory& st, const StageWalk& w, const Model& m, con
     }
     st.gathered += run.precision.beta_gather * held;
   }
-  // Ruling 10: deferred gradient sync holds every gradient unsharded through the backward.
-  if (defers_grad_sync(run, s)) st.deferred_grads = deferred_grad_bytes(states, run);
+  // Ruling 10: deferred gradient sync holds the gradients unsharded through the backward, a
+  // chunk's at a time where its backwards run together.
+  if (defers_grad_sync(run, s)) {
+    double elements = states.unsharded_elements;
+    if (defers_chunk_by_chunk(s)) {
+      elements = 0;
+      for (const ChunkFigures& ch : w.chunks) elements = std::max(elements, ch.unsharded);
+    }
+    st.deferred_grads = deferred_grad_bytes(elements, run);
+  }
+}
+
+// §8.6: PyTorch pipelining's buffers, and A(i,c) without what they hold.
+void stage_pipeline_buffers(StageMemory& st, const Model& m, const Run& run, const Strategy& s,
+                            const PipelineLayout& layout) {
+  const StageBoundary b = stage_boundary(m, run, s);
+  const auto nv = static_cast<std::int64_t>(layout.vstages.size());
+  std::vector<std::int64_t> vstages;
+  for (std::int64_t c = 0; c < s.vpp; ++c) {
+    const std::int64_t u = layout.vstage_of(st.stage, c);
+    vstages.push_back(u);
+    st.chunk_bytes[static_cast<std::size_t>(c)] -= chunk_bytes_in_stage_buffers(b, run, u, nv);
+  }
+  st.pipeline_buffers = pipeline_stage_buffer_bytes(b, run, s, vstages, nv);
 }
 
 // §8: the micro-batches in flight per chunk (item 8: the seed's own factors), and §9.9's
@@ -382,6 +408,7 @@ MemoryReport reference_memory(const Model& m, const Run& run, const Cluster& clu
     walk_stage(st, w, m, run, s, layout, t);
     const bool has_moe = w.present[1] && m.is_moe();
     for (const ChunkFigures& ch : w.chunks) st.chunk_bytes.push_back(ch.kept);
+    if (holds_pipeline_stage_buffers(run, s)) stage_pipeline_buffers(st, m, run, s, layout);
     stage_model_states(st, w, m, run, s, t);
     stage_activations(st, w, run, s, t, i);
     stage_transients(st, w, has_moe, m, run, s, t);

@@ -196,6 +196,11 @@ struct RunOptions {
   // stage accumulates unsharded gradients in the reduce dtype through its backward passes
   // (memory-model.md §19 ruling 10). Unset: on for the torchtitan framework with pp > 1.
   std::optional<bool> defer_grad_sync;
+  // PyTorch pipelining's PipelineStage buffers: per-micro-batch receive buffers and the outputs
+  // kept until the next step (pipeline_stage_buffers.hpp). Unset: on for the torchtitan framework.
+  std::optional<bool> pipeline_stage_buffers;
+  // Every stage keeps its outputs, not only the last: torch before 2.8 (pytorch/pytorch#153383).
+  bool pipeline_outputs_every_stage = false;
   double optimizer_step_temp_bytes_per_param = 0;
   bool grad_clip = true;
   bool grad_clip_seed = false;  // grad_clip_model: seed (§9.9), each part scaled once

@@ -65,8 +65,8 @@ double optimizer_step_transient(const ModelStates& states, const Strategy& s, co
          (s.zero == 1 || s.zero == 2 ? run.profile.allgather_bucket_elements * run.precision.beta_P : 0);
 }
 
-double deferred_grad_bytes(const ModelStates& states, const Run& run) {
-  return run.precision.beta_gcomm * states.unsharded_elements;
+double deferred_grad_bytes(double unsharded_elements, const Run& run) {
+  return run.precision.beta_gcomm * unsharded_elements;
 }
 
 }  // namespace meshfit

@@ -45,7 +45,8 @@ double grad_bucket_transient(double largest_reduce_buffers, const Strategy& s, c
 double optimizer_step_transient(const ModelStates& states, const Strategy& s, const Run& run);
 
 // Ruling 10: with deferred gradient sync every gradient is held unsharded, in the reduce dtype,
-// from the stage's first backward to the step's last reduce-scatter.
-double deferred_grad_bytes(const ModelStates& states, const Run& run);
+// from its chunk's first backward to its last reduce-scatter: of the stage's unsharded elements,
+// or of its largest chunk's where the chunks hold theirs one at a time (defers_chunk_by_chunk).
+double deferred_grad_bytes(double unsharded_elements, const Run& run);
 
 }  // namespace meshfit

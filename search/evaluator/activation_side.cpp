@@ -11,6 +11,7 @@
 #include "estimators/grad_clip.hpp"
 #include "estimators/in_flight.hpp"
 #include "estimators/layer_activations.hpp"
+#include "estimators/pipeline_stage_buffers.hpp"
 #include "estimators/model_states.hpp"
 #include "estimators/sapp_nd_rules.hpp"
 #include "estimators/strategy_rules.hpp"
@@ -280,6 +281,19 @@ void stage_side(StageActivations& a, std::vector<ChunkWalk>& walks, InterleavedS
       const auto& [c, twin] = t.plan.repeat_chunks[k];
       st.chunk_bytes[c] = walks[twin].A;
     }
+  }
+  // §8.6: PyTorch pipelining's buffers, and A(i,c) without what they hold.
+  st.pipeline_buffers = 0;
+  if (holds_pipeline_stage_buffers(t.run, s)) {
+    const StageBoundary b = stage_boundary(t.m, t.run, s);
+    std::vector<std::int64_t>& vstages = a.vstages;
+    vstages.clear();
+    for (std::int64_t c = 0; c < s.vpp; ++c) {
+      const std::int64_t u = t.plan.chunk(i, c).vstage;
+      vstages.push_back(u);
+      st.chunk_bytes[static_cast<std::size_t>(c)] -= chunk_bytes_in_stage_buffers(b, t.run, u, t.nv);
+    }
+    st.pipeline_buffers = pipeline_stage_buffer_bytes(b, t.run, s, vstages, t.nv);
   }
   if (rules_profile(t.run).in_flight == InFlightCounts::seed_micro_factors) {  // item 8
     st.chunk_inflight = sapp_nd::micro_factors(s, i);

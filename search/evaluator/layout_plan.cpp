@@ -32,6 +32,7 @@ void plan_runs(LayoutPlan& out, const Model& m, const PipelineLayout& layout, st
       PlannedChunk pc;
       pc.vstage = u;
       pc.begin = static_cast<std::uint32_t>(out.runs.size());
+      pc.parts_begin = static_cast<std::uint32_t>(out.parts.size());
       // Runs of one kind; under full recompute none crosses the end of the fully recomputed layers.
       for (std::int64_t l = 0; l < vs.layers;) {
         const FfnKind ffn = m.layer_ffn[static_cast<std::size_t>(vs.first_layer + l)];
@@ -54,7 +55,6 @@ void plan_runs(LayoutPlan& out, const Model& m, const PipelineLayout& layout, st
         l = e;
       }
       pc.end = static_cast<std::uint32_t>(out.runs.size());
-      out.chunks.push_back(pc);
       ps.layers += vs.layers;
       ps.full_recompute += vs.full_recompute;
       if (u == 0) {
@@ -74,6 +74,8 @@ void plan_runs(LayoutPlan& out, const Model& m, const PipelineLayout& layout, st
         }
         ps.mtp_depths = m.mtp_depths;
       }
+      pc.parts_end = static_cast<std::uint32_t>(out.parts.size());
+      out.chunks.push_back(pc);
     }
     ps.parts_end = static_cast<std::uint32_t>(out.parts.size());
   }

@@ -28,8 +28,9 @@ struct PlannedRun {
 
 struct PlannedChunk {
   static constexpr std::uint32_t kNoTwin = UINT32_MAX;
-  std::int64_t vstage = 0;           // u, the virtual stage held as this chunk
-  std::uint32_t begin = 0, end = 0;  // its runs in LayoutPlan::runs, model order
+  std::int64_t vstage = 0;                       // u, the virtual stage held as this chunk
+  std::uint32_t begin = 0, end = 0;              // its runs in LayoutPlan::runs, model order
+  std::uint32_t parts_begin = 0, parts_end = 0;  // its model-state parts in LayoutPlan::parts
   // An earlier chunk (index in LayoutPlan::chunks) whose runs have the same counts, kinds and
   // recompute classes, neither holding an end of the model: its activations are the same
   // figures, so the activation side walks only the first of them. `walked`: one that others copy.

@@ -48,7 +48,8 @@ struct StageActivations {
   std::vector<std::array<std::int64_t, 2>> full_layers;  // fully recomputed layers per chunk and kind
   std::vector<double> full_kept;                         // K_1 of a full layer per chunk
   bool has_moe = false;
-  int last_layer_kind = -1;  // the stage's last body layer (0 dense, 1 MoE), -1 with none
+  int last_layer_kind = -1;           // the stage's last body layer (0 dense, 1 MoE), -1 with none
+  std::vector<std::int64_t> vstages;  // work space: its chunks' virtual stages (§8.6)
 };
 
 // The kinds' activations and per-rank parameters read only tp, sp, cp (its algorithm and Ulysses
@@ -73,6 +74,7 @@ struct StaticSide {
   std::array<KindStates, 2> kinds{};
   std::vector<ModelStates> stages;          // replayed in the activation side's order
   std::vector<double> held;                 // FSDP2 root and last block kept gathered, bytes
+  std::vector<double> deferred_elements;    // unsharded gradient elements deferred at once (ruling 10)
   std::vector<std::int64_t> communicators;  // n_comm per stage (§10.2)
   // Per stage, the b-free addends of its totals (finish_totals): kept with the rest so that an
   // estimate of the totals alone adds only what b changes.

@@ -43,19 +43,21 @@ void copy_totals(StageMemory& st, const StageMemory& p) {
   st.tr_cp = p.tr_cp;
   st.tr_ep = p.tr_ep;
   st.deferred_grads = p.deferred_grads;
+  st.pipeline_buffers = p.pipeline_buffers;
   st.tr_fsdp = p.tr_fsdp;
   st.tr_dpv = p.tr_dpv;
   st.tr_layer_at = p.tr_layer_at;
 }
 
-// The key a StaticSide is kept under: `s` without its micro-batch size, micro-batch count and
-// recompute mode. No part of the (z, G) side reads the mode; it reads the layout plan's model-state
-// parts, which full recompute splits where a chunk's fully recomputed layers end — except when
-// every layer is (n_rc unset, no per-stage counts), so then all modes share one key.
+// The key a StaticSide is kept under: `s` without its micro-batch size, micro-batch count (but
+// for whether it holds deferred gradients a chunk at a time) and recompute mode. No part of the (z, G) side reads the
+// mode; it reads the layout plan's model-state parts, which full recompute splits where a chunk's fully recomputed
+// layers end — except when every layer is (n_rc unset, no per-stage counts), so then all modes share one key.
 Strategy static_key(const Strategy& s, const Run& run) {
   Strategy k = s;
   k.micro_batch = 1;
-  k.num_microbatches = 1;
+  // m only says whether the deferred gradients are held a chunk at a time (defers_chunk_by_chunk).
+  k.num_microbatches = defers_chunk_by_chunk(s) ? 0 : 1;
   const bool every_layer = k.recompute_layers == 0 && run.options.full_layers_per_vstage.empty();
   if (k.recompute != Recompute::full || every_layer) {
     k.recompute = Recompute::none;
@@ -80,10 +82,12 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
     const double tr_layer = largest_layer_candidate(a.tr_base, a.tr_order, pg, rg, x_sp).transient;
     const double transient = largest_transient(tr_layer, p.tr_attn, p.tr_logits,
                                                gather_per_layer ? t.tr_fsdp : p.tr_fsdp, t.tr_bucket, p.tr_cp, p.tr_ep);
-    const double backward = t.stat + (t.defers ? t.deferred : p.deferred_grads) + p.activations + transient;
+    const double backward =
+        t.stat + (t.defers ? t.deferred : p.deferred_grads) + p.pipeline_buffers + p.activations + transient;
+    const double step = t.step + p.pipeline_buffers;
     const double outside = dev.overhead_context + t.communicator_buffers + dev.overhead_workspaces + t.ep_library +
                            dev.overhead_fixed + tp_overlap;
-    const double device = device_total(std::max(backward, t.step), outside, dev, report.budget);
+    const double device = device_total(std::max(backward, step), outside, dev, report.budget);
     if (i == 0 || device > report.peak) {
       report.peak = device;
       report.peak_stage = i;
@@ -149,12 +153,22 @@ void stage_states(StaticSide& statics, const ActivationSide& side, const LayoutP
   const auto pp = static_cast<std::size_t>(t.s.pp);
   statics.stages.assign(pp, ModelStates{});
   statics.held.assign(pp, 0.0);
+  statics.deferred_elements.assign(pp, 0.0);
+  const bool by_chunk = defers_chunk_by_chunk(t.s);
+  auto part_elements = [&](Part part, double times) {
+    switch (part) {
+      case Part::dense_layer: return times * statics.kinds[0].states.unsharded_elements;
+      case Part::moe_layer: return times * statics.kinds[1].states.unsharded_elements;
+      default: return end_states[static_cast<std::size_t>(part)].unsharded_elements;
+    }
+  };
   statics.communicators.assign(pp, 0);
   for (std::size_t i = 0; i < pp; ++i) {
     const PlannedStage& ps = plan.stages[i];
     if (ps.twin != PlannedStage::kNoTwin) {  // the same parts, kinds and ends: the same figures
       statics.stages[i] = statics.stages[ps.twin];
       statics.held[i] = statics.held[ps.twin];
+      statics.deferred_elements[i] = statics.deferred_elements[ps.twin];
       statics.communicators[i] = statics.communicators[ps.twin];
       continue;
     }
@@ -184,6 +198,20 @@ void stage_states(StaticSide& statics, const ActivationSide& side, const LayoutP
         if (part == Part::final_norm) held += t.ends.final_norm.total();
       }
       statics.held[i] = run.precision.beta_gather * held;
+    }
+    // Ruling 10's deferred gradients: the stage's, or its largest chunk's (defers_chunk_by_chunk).
+    statics.deferred_elements[i] = states.unsharded_elements;
+    if (by_chunk) {
+      double largest = 0;
+      for (std::int64_t c = 0; c < t.s.vpp; ++c) {
+        const PlannedChunk& pc = plan.chunk(static_cast<std::int64_t>(i), c);
+        double elements = 0;
+        for (std::uint32_t k = pc.parts_begin; k < pc.parts_end; ++k) {
+          elements += part_elements(plan.parts[k].first, plan.parts[k].second);
+        }
+        largest = std::max(largest, elements);
+      }
+      statics.deferred_elements[i] = largest;
     }
   }
 }
@@ -224,7 +252,7 @@ void static_totals(StaticSide& statics, const ActivationSide& side, const Layout
     tot.stat = st.static_total();
     tot.step = tot.stat + optimizer_step_transient(states, t.s, t.run);
     tot.defers = defers;
-    if (defers) tot.deferred = deferred_grad_bytes(states, t.run);
+    if (defers) tot.deferred = deferred_grad_bytes(statics.deferred_elements[i], t.run);
     const auto [max_pg, max_rg] = largest_buffers(statics, a);
     if (t.gather_per_layer) {
       tot.tr_fsdp = fsdp_gather_transient(max_pg, a.partial.embedding, a.partial.head, t.m.tie, t.split_ends,
@@ -289,7 +317,7 @@ void total_stage(StageMemory& st, const StageActivations& a, const StaticSide& s
   st.fp8_cache = states.fp8_cache;
   // Ruling 10: with deferred gradient sync the stage holds every gradient unsharded, in the
   // reduce dtype (β_gcomm), from its first backward to the last reduce-scatter of the step.
-  if (defers_grad_sync(run, s)) st.deferred_grads = deferred_grad_bytes(states, run);
+  if (defers_grad_sync(run, s)) st.deferred_grads = deferred_grad_bytes(statics.deferred_elements[i], run);
 
   // §9.1's largest layer candidate: the better kind (the first met in the scan on a tie).
   double tr_layer = 0;
