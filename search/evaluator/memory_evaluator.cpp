@@ -4,6 +4,7 @@
 
 #include "estimators/grad_clip.hpp"
 #include "estimators/in_flight.hpp"
+#include "estimators/model_states.hpp"
 #include "estimators/pipeline_layout.hpp"
 #include "estimators/rules_profile.hpp"
 #include "search/evaluator/layout_plan.hpp"
@@ -29,7 +30,10 @@ const InterleavedStates* InterleavedStateTable::of(const Strategy& s, std::int64
 }
 
 bool peak_rises_with_micro_batch(const Run& run, const Strategy& s) {
-  return !(grad_clip_adjusts(run) && s.recompute == Recompute::full);
+  if (grad_clip_adjusts(run) && s.recompute == Recompute::full) return false;
+  // Deferred gradients held a chunk at a time once m < 2·pp (defers_chunk_by_chunk): as b rises
+  // m falls, and below 2·pp the stage holds one chunk's gradients instead of all.
+  return !(defers_grad_sync(run, s) && s.vpp > 1 && s.schedule == Schedule::interleaved_1f1b);
 }
 
 const PipelineLayout& MemoryScratch::prepare_layout(const Model& m, const Run& run, const Strategy& s) {

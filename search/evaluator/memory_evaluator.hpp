@@ -198,9 +198,11 @@ void estimate_memory_into(MemoryReport& out, MemoryScratch& scratch, const Model
 
 // True when, at fixed gb (m = gb/(dp·b)) and every other dimension of `s` fixed, the peak is
 // non-decreasing in b (§15's property check, which search-and-time.md §3.2 prunes with). It fails
-// only under the seed's gradient-clipping special case (§9.9, §17.3 item 10) with fully recomputed
+// under the seed's gradient-clipping special case (§9.9, §17.3 item 10) with fully recomputed
 // layers: such a layer adds fwd + dpc while fwd + dpc > clip and clip + dpc otherwise, so where
-// fwd (∝ b) crosses clip − dpc its contribution drops by dpc as b rises.
+// fwd (∝ b) crosses clip − dpc its contribution drops by dpc as b rises. And under deferred
+// gradient sync with interleaved 1F1B (ruling 10): where m = gb/(dp·b) falls below 2·pp, a stage
+// holds one chunk's deferred gradients instead of all its chunks'.
 bool peak_rises_with_micro_batch(const Run& run, const Strategy& s);
 
 }  // namespace meshfit
