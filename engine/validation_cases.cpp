@@ -365,8 +365,14 @@ void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& 
              "expected 1f1b, interleaved_1f1b, gpipe, zero_bubble or dualpipev, got " + quoted_text(sched));
   }
   if (st.cp > 1) {
-    const std::string algo = s.optional_string("cp_algo").value_or("ring");
-    if (!s.has("cp_algo")) notes.push_back("null cp_algo -> ring");
+    // A null cp_algo takes the framework's: torchtitan all-gathers the K/V shards
+    // (context_parallel_rotate_method "allgather", torchtitan/config_manager.py since its CP
+    // landed), DeepSpeed's sequence parallelism is Ulysses, Megatron's cp_comm_type p2p a ring.
+    const std::string fallback = vc.framework == "torchtitan"  ? "allgather"
+                                 : vc.framework == "deepspeed" ? "ulysses"
+                                                               : "ring";
+    const std::string algo = s.optional_string("cp_algo").value_or(fallback);
+    if (!s.has("cp_algo")) notes.push_back("null cp_algo -> " + fallback);
     if (algo == "ring")
       st.cp_algo = CpAlgo::ring;
     else if (algo == "ulysses") {

@@ -446,3 +446,20 @@ TEST_CASE("validate: a run that trained fits its device, its twin that ran out o
   CHECK(compare_case(cases[0]).fits);
   CHECK_FALSE(compare_case(cases[1]).fits);
 }
+
+TEST_CASE("validate: an unstated cp_algo takes the framework's, and an old torch's pipeline outputs") {
+  const auto cases = load_validation_cases(test::data_path("validation/framework-defaults.yaml"));
+  REQUIRE(cases.size() == 2);
+  auto has = [](const ValidationCase& c, const std::string& note) {
+    return std::find(c.defaults_taken.begin(), c.defaults_taken.end(), note) != c.defaults_taken.end();
+  };
+  // torchtitan's context_parallel_rotate_method defaults to "allgather"; DeepSpeed's sequence
+  // parallelism is Ulysses (over the whole CP group).
+  CHECK(cases[0].strategy.cp_algo == CpAlgo::allgather);
+  CHECK(has(cases[0], "null cp_algo -> allgather"));
+  CHECK(cases[1].strategy.cp_algo == CpAlgo::ulysses);
+  CHECK(cases[1].strategy.cp_u == 2);
+  CHECK(has(cases[1], "null cp_algo -> ulysses"));
+  CHECK(cases[0].run.options.pipeline_outputs_every_stage);
+  CHECK_FALSE(cases[1].run.options.pipeline_outputs_every_stage);
+}
