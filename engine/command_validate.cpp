@@ -16,6 +16,7 @@
 #include "search/evaluator/step_time_evaluator.hpp"
 #include "engine/text_format.hpp"
 #include "engine/validation_summary.hpp"
+#include "estimators/overheads.hpp"
 
 namespace meshfit {
 
@@ -187,12 +188,15 @@ void write_case_terms(const ValidationCase& c, const Row& r, std::ostream& out) 
   const MemoryReport m = estimate_memory(c.model, c.run, c.cluster, c.strategy);
   const StageMemory& st = m.stages[static_cast<std::size_t>(r.stage)];
   if (m.stages.size() > 1) {
-    out << "\nper stage (GiB, " << to_string(c.compared) << "):";
-    for (const auto& each : m.stages) {
-      out << " " << each.stage << ": "
-          << fixed((c.compared == MemoryMetric::allocated ? each.allocated : each.reserved) / kGiB, 2);
-    }
+    out << "\nper stage (GiB, " << to_string(c.compared) << (c.first_iteration ? ", first iteration" : "") << "):";
+    for (const auto& each : m.stages) out << " " << each.stage << ": " << fixed(compared_bytes(c, each, m) / kGiB, 2);
     out << "\n";
+  }
+  if (c.first_iteration) {
+    out << "\nread after the first iteration: of the terms below, the backward less the optimizer's "
+        << fixed(st.optimizer_moments / kGiB, 2) << " GiB of states created at its first step ("
+        << fixed((backward_allocated(st) - st.optimizer_moments) / kGiB, 2) << "), or the step phase ("
+        << fixed(step_allocated(st) / kGiB, 2) << "), allocated\n";
   }
   out << "\nmemory terms of stage " << r.stage << " (GiB; device total " << fixed(st.device / kGiB, 2) << " of "
       << fixed(m.capacity / kGiB, 2) << "):\n";

@@ -458,6 +458,7 @@ void read_case_measured(ValidationCase& vc, const Fields& c, const std::string& 
     me.fail("confidence", "expected high, medium, low or null, got " + quoted_text(confidence));
   }
   vc.low_confidence = confidence == "low";
+  vc.first_iteration = me.optional_bool("first_iteration").value_or(false);
   const std::string metric = me.optional_string("metric").value_or("");
   vc.metric = metric == "reserved"    ? MemoryMetric::reserved
               : metric == "allocated" ? MemoryMetric::allocated

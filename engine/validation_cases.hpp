@@ -32,6 +32,9 @@ struct ValidationCase {
   // The case's measured.confidence is `low`: reported, but outside the memory targets and gates
   // (issue 20 sets them for high- and medium-confidence measurements).
   bool low_confidence = false;
+  // measured.first_iteration: the memory was read after the run's first iteration, before its
+  // optimizer's first step had created its states (first_iteration_allocated, overheads.hpp).
+  bool first_iteration = false;
   std::optional<double> measured_tokens_per_sec;
   std::vector<std::string> defaults_taken;  // "null X -> Y" notes
 };

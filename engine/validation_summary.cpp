@@ -4,10 +4,20 @@
 #include <cmath>
 
 #include "engine/memory_terms.hpp"
+#include "estimators/overheads.hpp"
 #include "search/evaluator/memory_evaluator.hpp"
 #include "search/evaluator/step_time_evaluator.hpp"
 
 namespace meshfit {
+
+double compared_bytes(const ValidationCase& c, const StageMemory& st, const MemoryReport& r) {
+  if (!c.first_iteration) return c.compared == MemoryMetric::allocated ? st.allocated : st.reserved;
+  // Read after the first iteration: its own peak, and what the allocator reserved for it.
+  const double allocated = first_iteration_allocated(st);
+  if (c.compared == MemoryMetric::allocated) return allocated;
+  const double outside = st.device - st.reserved;
+  return device_total(allocated, outside, c.cluster.device, r.budget) - outside;
+}
 
 // The estimate comparable with the case's metric: allocated with allocated, reserved with
 // reserved, an unstated metric as the framework reports memory (ValidationCase::compared); the
@@ -17,7 +27,7 @@ Row compare_case(const ValidationCase& c) {
   double best = -1;
   std::int64_t stage = 0;
   for (const auto& st : r.stages) {
-    const double v = c.compared == MemoryMetric::allocated ? st.allocated : st.reserved;
+    const double v = compared_bytes(c, st, r);
     if (v > best) {
       best = v;
       stage = st.stage;

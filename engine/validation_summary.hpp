@@ -11,6 +11,7 @@
 #include "engine/ranking_agreement.hpp"
 #include "engine/uncertainty.hpp"
 #include "engine/validation_cases.hpp"
+#include "estimators/memory_report.hpp"
 
 namespace meshfit {
 
@@ -46,6 +47,9 @@ struct Row {
 // reserved, an unstated metric as the framework reports memory (ValidationCase::compared); the
 // largest over stages, as the sources report the busiest rank.
 Row compare_case(const ValidationCase& c);
+// One stage's bytes comparable with the case's measurement: its metric, at the first iteration's
+// peak for a case read after it (ValidationCase::first_iteration).
+double compared_bytes(const ValidationCase& c, const StageMemory& st, const MemoryReport& r);
 
 double median(std::vector<double> v);
 

@@ -15,6 +15,9 @@ struct StageMemory {
   std::int64_t mtp_depths = 0;
   // Static (§6).
   double weights = 0, grads = 0, optimizer = 0, gathered = 0, fp8_cache = 0;
+  // Of `optimizer`, the states the optimizer creates at its first step (Adam's moments; the fp32
+  // master copy exists from the start): absent through a run's first forward and backward.
+  double optimizer_moments = 0;
   double deferred_grads = 0;    // unsharded gradients held through the backward passes (ruling 10)
   double pipeline_buffers = 0;  // PyTorch pipelining's receive buffers and kept outputs (§8.6)
   double host = 0;              // offloaded model states, in host memory per rank (§6.4)

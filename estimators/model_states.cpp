@@ -94,6 +94,11 @@ bool defers_grad_sync(const Run& run, const Strategy& s) {
   return run.options.defer_grad_sync.value_or(run.profile.framework == Framework::torchtitan && s.pp > 1);
 }
 
+double optimizer_moments(const ModelStates& states, const Run& run) {
+  if (states.optimizer <= 0) return 0;  // offloaded: none on the device
+  return std::max(0.0, states.optimizer - run.precision.beta_master * states.optimizer_elements);
+}
+
 bool defers_chunk_by_chunk(const Strategy& s) {
   return s.vpp > 1 && s.schedule == Schedule::interleaved_1f1b && s.num_microbatches < 2 * s.pp;
 }

@@ -75,6 +75,9 @@ struct ModelStates {
 // `keep_gathered`: ZeRO-3 without resharding keeps every gathered parameter (§6.1). Offloaded
 // states (z.offload) move from the device to `host` (memory-model.md §6.4).
 ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& run, bool table, bool keep_gathered);
+// Of `states.optimizer`, what the optimizer creates at its first step: all but the fp32 master
+// copy (β_master per optimizer-shard element), which exists from the start.
+double optimizer_moments(const ModelStates& states, const Run& run);
 
 // Whether ZeRO-3 reshards after the forward, resolved from the framework profile (§2.4).
 bool reshards_after_forward(const Run& run, const Strategy& s);

@@ -27,11 +27,21 @@ double device_total(double allocated, double outside, const Device& dev, double 
   return std::min(unconstrained, std::max(squeezed, budget));
 }
 
+double backward_allocated(const StageMemory& st) {
+  return st.static_total() + st.deferred_grads + st.pipeline_buffers + st.activations + st.seed_comm + st.transient;
+}
+
+// PyTorch pipelining's buffers stay through the optimizer step (the next step clears them).
+double step_allocated(const StageMemory& st) { return st.static_total() + st.pipeline_buffers + st.step_transient; }
+
+double first_iteration_allocated(const StageMemory& st) {
+  return std::max(backward_allocated(st) - st.optimizer_moments, step_allocated(st));
+}
+
 double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double budget) {
   const double stat = st.static_total();
-  // PyTorch pipelining's buffers stay through the optimizer step (the next step clears them).
-  const double backward = stat + st.deferred_grads + st.pipeline_buffers + st.activations + st.seed_comm + st.transient;
-  const double step = stat + st.pipeline_buffers + st.step_transient;
+  const double backward = backward_allocated(st);
+  const double step = step_allocated(st);
   st.step_phase_binds = step > backward;
   st.allocated = std::max(backward, step);
   st.cuda_context = dev.overhead_context;

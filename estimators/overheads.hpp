@@ -36,4 +36,14 @@ double device_total(double allocated, double outside, const Device& dev, double 
 // (its model states in place of M_alloc, at φ_min), the search's ZeRO-setting bound.
 double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double budget);
 
+// M_alloc's two phases of a stage whose terms are set: the backward's and the optimizer step's.
+double backward_allocated(const StageMemory& st);
+double step_allocated(const StageMemory& st);
+
+// The allocated peak of a run's first iteration, for a measurement read after it: PyTorch's
+// optimizers create their states at their first step (torch/optim/adam.py `_init_group`:
+// `state["exp_avg"] = torch.zeros_like(p)` on an empty state; Apex's and Transformer Engine's
+// FusedAdam the same), so the first backward runs without them and the first step adds them.
+double first_iteration_allocated(const StageMemory& st);
+
 }  // namespace meshfit

@@ -278,6 +278,7 @@ void stage_model_states(StageMemory& st, const StageWalk& w, const Model& m, con
   st.weights = states.weights;
   st.grads = states.grads;
   st.optimizer = states.optimizer;
+  st.optimizer_moments = optimizer_moments(states, run);
   st.gathered = states.gathered;
   st.fp8_cache = states.fp8_cache;
   st.host = states.host;

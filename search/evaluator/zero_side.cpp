@@ -313,6 +313,7 @@ void total_stage(StageMemory& st, const StageActivations& a, const StaticSide& s
   st.weights = states.weights;
   st.grads = states.grads;
   st.optimizer = states.optimizer;
+  st.optimizer_moments = optimizer_moments(states, run);
   st.gathered = states.gathered + statics.held[i];
   st.fp8_cache = states.fp8_cache;
   // Ruling 10: with deferred gradient sync the stage holds every gradient unsharded, in the

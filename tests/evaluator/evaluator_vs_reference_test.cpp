@@ -59,6 +59,7 @@ std::string difference(const MemoryReport& fast, const MemoryReport& ref) {
     num("weights", a.weights, b.weights);
     num("grads", a.grads, b.grads);
     num("optimizer", a.optimizer, b.optimizer);
+    num("optimizer_moments", a.optimizer_moments, b.optimizer_moments);
     num("gathered", a.gathered, b.gathered);
     num("fp8_cache", a.fp8_cache, b.fp8_cache);
     num("deferred_grads", a.deferred_grads, b.deferred_grads);
