@@ -313,7 +313,8 @@ void stage_pipeline_buffers(StageMemory& st, const Model& m, const Run& run, con
   for (std::int64_t c = 0; c < s.vpp; ++c) {
     const std::int64_t u = layout.vstage_of(st.stage, c);
     vstages.push_back(u);
-    st.chunk_bytes[static_cast<std::size_t>(c)] -= chunk_bytes_in_stage_buffers(b, run, u, nv);
+    double& A = st.chunk_bytes[static_cast<std::size_t>(c)];
+    A = std::max(0.0, A - chunk_bytes_in_stage_buffers(b, run, u, nv));  // an empty chunk keeps none
   }
   st.pipeline_buffers = pipeline_stage_buffer_bytes(b, run, s, vstages, nv);
 }

@@ -291,7 +291,8 @@ void stage_side(StageActivations& a, std::vector<ChunkWalk>& walks, InterleavedS
     for (std::int64_t c = 0; c < s.vpp; ++c) {
       const std::int64_t u = t.plan.chunk(i, c).vstage;
       vstages.push_back(u);
-      st.chunk_bytes[static_cast<std::size_t>(c)] -= chunk_bytes_in_stage_buffers(b, t.run, u, t.nv);
+      double& A = st.chunk_bytes[static_cast<std::size_t>(c)];
+      A = std::max(0.0, A - chunk_bytes_in_stage_buffers(b, t.run, u, t.nv));  // an empty chunk keeps none
     }
     st.pipeline_buffers = pipeline_stage_buffer_bytes(b, t.run, s, vstages, t.nv);
   }
