@@ -121,7 +121,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "fp8_allgather",
                                                  "defer_grad_sync",
                                                  "pipeline_stage_buffers",
-                                                 "pipeline_outputs_every_stage",
+                                                 "pipeline_outputs",
                                                  "torch_compile",
                                                  "fp8_linears",
                                                  "fp8_scaling",
@@ -260,7 +260,11 @@ void read_precision_options(const OptionReader& r, Run& run) {
   if (f.optional_bool("fp8_allgather").value_or(false)) p.beta_gather = 1;
   r.optional_flag("defer_grad_sync", o.defer_grad_sync);
   r.optional_flag("pipeline_stage_buffers", o.pipeline_stage_buffers);
-  r.flag("pipeline_outputs_every_stage", o.pipeline_outputs_every_stage);
+  r.choice("pipeline_outputs", o.pipeline_outputs,
+           {{"none", PipelineOutputs::none},
+            {"last_stage", PipelineOutputs::last_stage},
+            {"every_stage", PipelineOutputs::every_stage}},
+           "none, last_stage or every_stage");
   r.flag("torch_compile", o.torch_compile);
   r.flag("fp8_linears", o.fp8_linears);
   r.choice("fp8_scaling", o.fp8_scaling,

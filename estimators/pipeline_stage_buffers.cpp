@@ -23,21 +23,23 @@ StageBoundary stage_boundary(const Model& m, const Run& run, const Strategy& s) 
 double chunk_bytes_in_stage_buffers(const StageBoundary& b, const Run& run, std::int64_t vstage, std::int64_t vstages) {
   double held = vstage > 0 ? b.activation : 0;
   // A compiled loss keeps the logits themselves for its backward (layer_activations.cpp
-  // output_kept): the tensor output_chunks holds.
-  if (vstage == vstages - 1 && run.options.compiled_loss) held += b.logits;
+  // output_kept): the tensor output_chunks holds, where the last stage keeps its outputs.
+  const bool outputs_kept = run.options.pipeline_outputs != PipelineOutputs::none;
+  if (vstage == vstages - 1 && run.options.compiled_loss && outputs_kept) held += b.logits;
   return held;
 }
 
 double pipeline_stage_buffer_bytes(const StageBoundary& b, const Run& run, const Strategy& s,
                                    const std::vector<std::int64_t>& vstages, std::int64_t nv) {
   const double m = static_cast<double>(s.num_microbatches);
+  const PipelineOutputs kept = run.options.pipeline_outputs;
   double bytes = 0;
   for (const std::int64_t u : vstages) {
     if (u > 0) bytes += m * b.activation;  // input receive buffers
     if (u < nv - 1) {
       bytes += m * b.activation;  // output-gradient receive buffers
-      if (run.options.pipeline_outputs_every_stage) bytes += m * b.activation;
-    } else {
+      if (kept == PipelineOutputs::every_stage) bytes += m * b.activation;
+    } else if (kept != PipelineOutputs::none) {
       bytes += m * b.logits;
     }
   }

@@ -155,7 +155,7 @@ struct SpaceSpec {
 
 }  // namespace
 
-TEST_CASE("reference models = fast models on 100,000+ strategies of 28 spaces") {
+TEST_CASE("reference models = fast models on 100,000+ strategies of 29 spaces") {
   const std::string d = test::data_path("models/");
   const std::vector<SpaceSpec> specs = {
       {"llama-3.1-8b", 8, 4096, 64},
@@ -190,7 +190,8 @@ TEST_CASE("reference models = fast models on 100,000+ strategies of 28 spaces") 
       // PyTorch pipelining's buffers (every stage's outputs kept, a compiled loss's logits held),
       // and deferred gradients a chunk at a time (few micro-batches per pipeline stage).
       {"llama-3.1-70b", 64, 8192, 64, "torchtitan", "default", true,
-       "pipeline_outputs_every_stage: true\ncompiled_loss: true\n"},
+       "pipeline_outputs: every_stage\ncompiled_loss: true\n"},
+      {"llama-3.1-8b", 32, 8192, 64, "torchtitan", "default", true, "pipeline_outputs: last_stage\n"},
   };
   std::mt19937_64 rng(20261201);
   constexpr std::size_t kPerSpace = 4500;
