@@ -261,10 +261,8 @@ void read_precision_options(const OptionReader& r, Run& run) {
   r.optional_flag("defer_grad_sync", o.defer_grad_sync);
   r.optional_flag("pipeline_stage_buffers", o.pipeline_stage_buffers);
   r.choice("pipeline_outputs", o.pipeline_outputs,
-           {{"none", PipelineOutputs::none},
-            {"last_stage", PipelineOutputs::last_stage},
-            {"every_stage", PipelineOutputs::every_stage}},
-           "none, last_stage or every_stage");
+           {{"none", PipelineOutputs::none}, {"sent", PipelineOutputs::sent}, {"all", PipelineOutputs::all}},
+           "none, sent or all");
   r.flag("torch_compile", o.torch_compile);
   r.flag("fp8_linears", o.fp8_linears);
   r.choice("fp8_scaling", o.fp8_scaling,

@@ -294,13 +294,9 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // Megatron-LM's local transformer before its bias_swiglu fusion (megatron/model/transformer.py,
   // `F.silu(x[0]) * x[1]`, as at 99b044bf), as eager torchtitan runs it.
   if (clause_states(other, {"unfused swiglu"})) vc.run.options.fused_swiglu = false;
-  // Which pipeline stages kept their outputs until the step's end: every stage before torch 2.8
-  // (pytorch#153383), the last one until torchtitan stepped with return_outputs=False (#165822).
-  if (clause_states(other, {"every stage keeps its outputs"})) {
-    vc.run.options.pipeline_outputs = PipelineOutputs::every_stage;
-  } else if (clause_states(other, {"last stage keeps its outputs"})) {
-    vc.run.options.pipeline_outputs = PipelineOutputs::last_stage;
-  }
+  // A pipeline whose every stage, the last with its logits, kept its outputs until the step's end:
+  // torchtitan before it stepped with return_outputs=False (pytorch#165822, October 2025).
+  if (clause_states(other, {"every stage keeps its outputs"})) vc.run.options.pipeline_outputs = PipelineOutputs::all;
   // And torchtitan's AsyncTP, its TP communication overlap (the strategy's tp_comm_overlap).
   if (other.find("asynctp") != std::string::npos || other.find("async tp") != std::string::npos) {
     vc.strategy.tp_comm_overlap = true;  // read_case_strategy keeps it where TP has SP

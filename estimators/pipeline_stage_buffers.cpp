@@ -24,8 +24,8 @@ double chunk_bytes_in_stage_buffers(const StageBoundary& b, const Run& run, std:
   double held = vstage > 0 ? b.activation : 0;
   // A compiled loss keeps the logits themselves for its backward (layer_activations.cpp
   // output_kept): the tensor output_chunks holds, where the last stage keeps its outputs.
-  const bool outputs_kept = run.options.pipeline_outputs != PipelineOutputs::none;
-  if (vstage == vstages - 1 && run.options.compiled_loss && outputs_kept) held += b.logits;
+  const bool logits_kept = run.options.pipeline_outputs == PipelineOutputs::all;
+  if (vstage == vstages - 1 && run.options.compiled_loss && logits_kept) held += b.logits;
   return held;
 }
 
@@ -37,9 +37,9 @@ double pipeline_stage_buffer_bytes(const StageBoundary& b, const Run& run, const
   for (const std::int64_t u : vstages) {
     if (u > 0) bytes += m * b.activation;  // input receive buffers
     if (u < nv - 1) {
-      bytes += m * b.activation;  // output-gradient receive buffers
-      if (kept == PipelineOutputs::every_stage) bytes += m * b.activation;
-    } else if (kept != PipelineOutputs::none) {
+      bytes += m * b.activation;                                     // output-gradient receive buffers
+      if (kept != PipelineOutputs::none) bytes += m * b.activation;  // sent outputs
+    } else if (kept == PipelineOutputs::all) {
       bytes += m * b.logits;
     }
   }

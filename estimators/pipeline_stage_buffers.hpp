@@ -38,10 +38,11 @@ double chunk_bytes_in_stage_buffers(const StageBoundary& b, const Run& run, std:
 //    (_prepare_forward_infra allocates args_recv_info for every chunk id, kept across steps);
 //  - one per micro-batch for the gradient of its output, before the last virtual stage
 //    (_prepare_backward_infra's grad_recv_info);
-//  - every micro-batch's output, kept in output_chunks until the next step clears it, as
-//    RunOptions::pipeline_outputs says: none (torchtitan since October 2025 steps with
-//    return_outputs=False, pytorch/pytorch#165822; the default), the last virtual stage's logits
-//    (torch 2.8, #153383), or every chunk's (torch before 2.8).
+//  - every micro-batch's output, as RunOptions::pipeline_outputs says: by default each sent
+//    activation before the last virtual stage, which fwd_cache holds until its backward and its
+//    pending send until the step's closing wait (pytorch/pytorch#193903 describes and, open,
+//    removes it); under `all` also the last virtual stage's logits, kept in output_chunks until the
+//    next step (torchtitan before it stepped with return_outputs=False, pytorch#165822).
 double pipeline_stage_buffer_bytes(const StageBoundary& b, const Run& run, const Strategy& s,
                                    const std::vector<std::int64_t>& vstages, std::int64_t nv);
 

@@ -137,11 +137,12 @@ enum class MoeMode : std::uint8_t { dropless, capacity };
 // expert, or DeepEP/HybridEP's one copy per destination node, forwarded over NVLink there.
 enum class EpDispatch : std::uint8_t { all_to_all, node_dedup };
 
-// Which pipeline stages keep every micro-batch's output until the step ends under PyTorch's
-// pipelining (pipeline_stage_buffers.hpp): none (torchtitan since Oct 2025 steps with
-// return_outputs=False, pytorch/pytorch#165822), the last stage (torch 2.8, #153383), or every
-// stage (torch before 2.8).
-enum class PipelineOutputs : std::uint8_t { none, last_stage, every_stage };
+// Which stage outputs PyTorch's pipelining keeps until the step ends (pipeline_stage_buffers.hpp):
+// the sent activations, which their pending sends hold until the step's last wait (the default);
+// those and the last stage's logits, in output_chunks (torchtitan before it stepped with
+// return_outputs=False, pytorch/pytorch#165822, October 2025); or none (sends released once done,
+// pytorch/pytorch#193903).
+enum class PipelineOutputs : std::uint8_t { none, sent, all };
 
 // What a selective layer keeps: the op switches of §7.5, or torchtitan's per-op selective
 // activation checkpointing, which saves every second matmul output and the attention outputs.
@@ -205,7 +206,7 @@ struct RunOptions {
   // PyTorch pipelining's PipelineStage buffers: per-micro-batch receive buffers and the outputs
   // kept until the next step (pipeline_stage_buffers.hpp). Unset: on for the torchtitan framework.
   std::optional<bool> pipeline_stage_buffers;
-  PipelineOutputs pipeline_outputs = PipelineOutputs::none;
+  PipelineOutputs pipeline_outputs = PipelineOutputs::sent;
   double optimizer_step_temp_bytes_per_param = 0;
   bool grad_clip = true;
   bool grad_clip_seed = false;  // grad_clip_model: seed (§9.9), each part scaled once

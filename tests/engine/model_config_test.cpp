@@ -460,6 +460,6 @@ TEST_CASE("validate: an unstated cp_algo takes the framework's, and an old torch
   CHECK(cases[1].strategy.cp_algo == CpAlgo::ulysses);
   CHECK(cases[1].strategy.cp_u == 2);
   CHECK(has(cases[1], "null cp_algo -> ulysses"));
-  CHECK(cases[0].run.options.pipeline_outputs == PipelineOutputs::every_stage);
-  CHECK(cases[1].run.options.pipeline_outputs == PipelineOutputs::none);
+  CHECK(cases[0].run.options.pipeline_outputs == PipelineOutputs::all);
+  CHECK(cases[1].run.options.pipeline_outputs == PipelineOutputs::sent);
 }

@@ -29,23 +29,26 @@ TEST_CASE("PyTorch pipelining holds receive buffers and outputs per micro-batch 
   const StageBoundary b = stage_boundary(c.model, c.run, c.strategy);
   CHECK_BYTES(b.activation, kBoundary);
   CHECK_BYTES(b.logits, kLogits);
-  // Today's torchtitan (return_outputs=False): the first stage 8 gradient receive buffers, a middle
-  // stage 8 input and 8 gradient buffers, the last 8 input buffers.
+  // Today's torchtitan: the first stage 8 gradient receive buffers and its 8 sent outputs, held
+  // by their sends; a middle stage 8 input buffers besides; the last 8 input buffers (its logits
+  // go: return_outputs=False).
   MemoryReport r = test::estimate(c);
-  CHECK_BYTES(r.stages[0].pipeline_buffers, 8 * kBoundary);
-  CHECK_BYTES(r.stages[1].pipeline_buffers, 16 * kBoundary);
+  CHECK_BYTES(r.stages[0].pipeline_buffers, 16 * kBoundary);
+  CHECK_BYTES(r.stages[1].pipeline_buffers, 24 * kBoundary);
   CHECK_BYTES(r.stages[7].pipeline_buffers, 8 * kBoundary);
-  // torch 2.8 kept the last stage's outputs, every micro-batch's logits.
-  c.run.options.pipeline_outputs = PipelineOutputs::last_stage;
-  r = test::estimate(c);
-  CHECK_BYTES(r.stages[1].pipeline_buffers, 16 * kBoundary);
-  CHECK_BYTES(r.stages[7].pipeline_buffers, 8 * kBoundary + 8 * kLogits);
-  // Before torch 2.8 every stage also kept its 8 outputs.
-  c.run.options.pipeline_outputs = PipelineOutputs::every_stage;
+  // Before October 2025 torchtitan's last stage also kept every micro-batch's logits.
+  c.run.options.pipeline_outputs = PipelineOutputs::all;
   r = test::estimate(c);
   CHECK_BYTES(r.stages[0].pipeline_buffers, 16 * kBoundary);
   CHECK_BYTES(r.stages[1].pipeline_buffers, 24 * kBoundary);
   CHECK_BYTES(r.stages[7].pipeline_buffers, 8 * kBoundary + 8 * kLogits);
+  // With sends released once complete (pytorch#193903), the receive buffers alone.
+  auto released = c;
+  released.run.options.pipeline_outputs = PipelineOutputs::none;
+  const MemoryReport n = test::estimate(released);
+  CHECK_BYTES(n.stages[0].pipeline_buffers, 8 * kBoundary);
+  CHECK_BYTES(n.stages[1].pipeline_buffers, 16 * kBoundary);
+  CHECK_BYTES(n.stages[7].pipeline_buffers, 8 * kBoundary);
   // A stage's input lives in its receive buffer: stage 1's 7 micro-batches in flight count it
   // there, not in A(1,0).
   auto off = c;
@@ -61,13 +64,14 @@ TEST_CASE("PyTorch pipelining holds receive buffers and outputs per micro-batch 
 }
 
 TEST_CASE("PyTorch pipelining's buffers per chunk of an interleaved stage, and a compiled loss's logits") {
-  // vpp 2: rank 7 holds virtual stages 7 and 15 (the last): 8 input and 8 gradient buffers for
-  // the first, 8 input buffers for the second, and its 8 logits where the last stage keeps them.
+  // vpp 2: rank 7 holds virtual stages 7 and 15 (the last): 8 input and 8 gradient buffers and 8
+  // sent outputs for the first, 8 input buffers for the second, and its 8 logits where the last
+  // stage keeps them.
   auto c = llama405("tp=8,sp=true,pp=8,vpp=2,zero=3,recompute=full,mbs=4", 256);
   REQUIRE(c.strategy.num_microbatches == 8);
-  CHECK_BYTES(test::estimate(c).stages[7].pipeline_buffers, 24 * kBoundary);
-  c.run.options.pipeline_outputs = PipelineOutputs::last_stage;
-  CHECK_BYTES(test::estimate(c).stages[7].pipeline_buffers, 24 * kBoundary + 8 * kLogits);
+  CHECK_BYTES(test::estimate(c).stages[7].pipeline_buffers, 32 * kBoundary);
+  c.run.options.pipeline_outputs = PipelineOutputs::all;
+  CHECK_BYTES(test::estimate(c).stages[7].pipeline_buffers, 32 * kBoundary + 8 * kLogits);
   // A compiled loss keeps the logits for its backward: where the last stage keeps its outputs they
   // are the held output, not counted again per micro-batch in flight on the last virtual stage.
   const StageBoundary b = stage_boundary(c.model, c.run, c.strategy);
@@ -75,7 +79,7 @@ TEST_CASE("PyTorch pipelining's buffers per chunk of an interleaved stage, and a
   c.run.options.compiled_loss = true;
   CHECK_BYTES(chunk_bytes_in_stage_buffers(b, c.run, 15, 16), kBoundary + kLogits);
   CHECK(chunk_bytes_in_stage_buffers(b, c.run, 0, 16) == 0);
-  c.run.options.pipeline_outputs = PipelineOutputs::none;
+  c.run.options.pipeline_outputs = PipelineOutputs::sent;
   CHECK_BYTES(chunk_bytes_in_stage_buffers(b, c.run, 15, 16), kBoundary);
 }
 

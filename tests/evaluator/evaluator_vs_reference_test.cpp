@@ -189,9 +189,8 @@ TEST_CASE("reference models = fast models on 100,000+ strategies of 29 spaces") 
       {"llama-3.1-8b", 16, 4096, 64, "megatron", "default", true, "recompute_rest: selective\n"},
       // PyTorch pipelining's buffers (every stage's outputs kept, a compiled loss's logits held),
       // and deferred gradients a chunk at a time (few micro-batches per pipeline stage).
-      {"llama-3.1-70b", 64, 8192, 64, "torchtitan", "default", true,
-       "pipeline_outputs: every_stage\ncompiled_loss: true\n"},
-      {"llama-3.1-8b", 32, 8192, 64, "torchtitan", "default", true, "pipeline_outputs: last_stage\n"},
+      {"llama-3.1-70b", 64, 8192, 64, "torchtitan", "default", true, "pipeline_outputs: all\ncompiled_loss: true\n"},
+      {"llama-3.1-8b", 32, 8192, 64, "torchtitan", "default", true, "pipeline_outputs: none\n"},
   };
   std::mt19937_64 rng(20261201);
   constexpr std::size_t kPerSpace = 4500;
