@@ -99,8 +99,10 @@ double optimizer_moments(const ModelStates& states, const Run& run) {
   return std::max(0.0, states.optimizer - run.precision.beta_master * states.optimizer_elements);
 }
 
-bool defers_chunk_by_chunk(const Strategy& s) {
-  return s.vpp > 1 && s.schedule == Schedule::interleaved_1f1b && s.num_microbatches < 2 * s.pp;
+bool backwards_grouped_by_chunk(const Strategy& s) { return s.vpp > 1 && s.schedule == Schedule::interleaved_1f1b; }
+
+bool defers_chunk_by_chunk(const Run& run, const Strategy& s) {
+  return defers_grad_sync(run, s) && backwards_grouped_by_chunk(s) && s.num_microbatches < 2 * s.pp;
 }
 
 bool reshards_after_forward(const Run& run, const Strategy& s) {

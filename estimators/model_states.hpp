@@ -83,11 +83,14 @@ double optimizer_moments(const ModelStates& states, const Run& run);
 bool reshards_after_forward(const Run& run, const Strategy& s);
 // Whether gradient reduction waits for the step's last micro-batch (ruling 10).
 bool defers_grad_sync(const Run& run, const Strategy& s);
-// Whether, deferred, a rank's chunks hold their gradients one at a time: PyTorch's interleaved
-// 1F1B in a single round (m < 2·pp; schedules.py's rounds = max(1, m // pp)) runs every
-// backward of one chunk before the next chunk's first, and the chunk's last backward
-// reduce-scatters and frees its gradients (stage.py backward_maybe_with_nosync). In more rounds,
-// or on one chunk, a stage's chunks hold theirs together.
-bool defers_chunk_by_chunk(const Strategy& s);
+// Whether the schedule runs a chunk's backwards together, round by round: interleaved 1F1B over
+// more than one chunk (PyTorch's schedules.py: rounds = max(1, m // pp), the last virtual
+// stage's backwards first in each).
+bool backwards_grouped_by_chunk(const Strategy& s);
+// Whether a rank's chunks hold their deferred gradients one at a time: deferred (ruling 10), with
+// the backwards grouped by chunk in a single round (m < 2·pp), so each chunk's last backward
+// reduce-scatters and frees its gradients (stage.py backward_maybe_with_nosync) before the next
+// chunk's first. In more rounds, or on one chunk, a stage's chunks hold theirs together.
+bool defers_chunk_by_chunk(const Run& run, const Strategy& s);
 
 }  // namespace meshfit

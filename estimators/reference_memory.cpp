@@ -296,7 +296,7 @@ void stage_model_states(StageMemory& st, const StageWalk& w, const Model& m, con
   // chunk's at a time where its backwards run together.
   if (defers_grad_sync(run, s)) {
     double elements = states.unsharded_elements;
-    if (defers_chunk_by_chunk(s)) {
+    if (defers_chunk_by_chunk(run, s)) {
       elements = 0;
       for (const ChunkFigures& ch : w.chunks) elements = std::max(elements, ch.unsharded);
     }

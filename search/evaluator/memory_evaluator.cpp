@@ -33,7 +33,7 @@ bool peak_rises_with_micro_batch(const Run& run, const Strategy& s) {
   if (grad_clip_adjusts(run) && s.recompute == Recompute::full) return false;
   // Deferred gradients held a chunk at a time once m < 2·pp (defers_chunk_by_chunk): as b rises
   // m falls, and below 2·pp the stage holds one chunk's gradients instead of all.
-  return !(defers_grad_sync(run, s) && s.vpp > 1 && s.schedule == Schedule::interleaved_1f1b);
+  return !(defers_grad_sync(run, s) && backwards_grouped_by_chunk(s));
 }
 
 const PipelineLayout& MemoryScratch::prepare_layout(const Model& m, const Run& run, const Strategy& s) {

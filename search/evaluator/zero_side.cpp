@@ -57,7 +57,7 @@ Strategy static_key(const Strategy& s, const Run& run) {
   Strategy k = s;
   k.micro_batch = 1;
   // m only says whether the deferred gradients are held a chunk at a time (defers_chunk_by_chunk).
-  k.num_microbatches = defers_grad_sync(run, s) && defers_chunk_by_chunk(s) ? 0 : 1;
+  k.num_microbatches = defers_chunk_by_chunk(run, s) ? 0 : 1;
   const bool every_layer = k.recompute_layers == 0 && run.options.full_layers_per_vstage.empty();
   if (k.recompute != Recompute::full || every_layer) {
     k.recompute = Recompute::none;
@@ -154,7 +154,7 @@ void stage_states(StaticSide& statics, const ActivationSide& side, const LayoutP
   statics.stages.assign(pp, ModelStates{});
   statics.held.assign(pp, 0.0);
   statics.deferred_elements.assign(pp, 0.0);
-  const bool by_chunk = defers_grad_sync(run, t.s) && defers_chunk_by_chunk(t.s);
+  const bool by_chunk = defers_chunk_by_chunk(run, t.s);
   auto part_elements = [&](Part part, double times) {
     switch (part) {
       case Part::dense_layer: return times * statics.kinds[0].states.unsharded_elements;

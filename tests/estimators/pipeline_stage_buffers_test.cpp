@@ -90,11 +90,11 @@ TEST_CASE("deferred gradients are held a chunk at a time under interleaved 1F1B 
   const double layer = 4.0 * 398'491'648;
   const auto one_round = llama405("tp=8,sp=true,pp=8,vpp=2,zero=3,recompute=full,mbs=1", 64);
   REQUIRE(one_round.strategy.num_microbatches == 8);
-  CHECK(defers_chunk_by_chunk(one_round.strategy));
+  CHECK(defers_chunk_by_chunk(one_round.run, one_round.strategy));
   CHECK_BYTES(test::estimate(one_round).stages[1].deferred_grads, 8 * layer);
   // m = 16 = 2·pp: two rounds, the chunks' backwards alternate, both chunks' gradients held.
   const auto two_rounds = llama405("tp=8,sp=true,pp=8,vpp=2,zero=3,recompute=full,mbs=1", 128);
   REQUIRE(two_rounds.strategy.num_microbatches == 16);
-  CHECK_FALSE(defers_chunk_by_chunk(two_rounds.strategy));
+  CHECK_FALSE(defers_chunk_by_chunk(two_rounds.run, two_rounds.strategy));
   CHECK_BYTES(test::estimate(two_rounds).stages[1].deferred_grads, 16 * layer);
 }
