@@ -16,7 +16,7 @@ double compared_bytes(const ValidationCase& c, const StageMemory& st, const Memo
   const double allocated = first_iteration_allocated(st);
   if (c.compared == MemoryMetric::allocated) return allocated;
   const double outside = st.device - st.reserved;
-  return device_total(allocated, outside, c.cluster.device, r.budget) - outside;
+  return device_total(allocated, st.persistent(), outside, c.cluster.device, r.budget) - outside;
 }
 
 // The estimate comparable with the case's metric: allocated with allocated, reserved with

@@ -13,7 +13,7 @@ struct Device {
   std::string generation = "other";
   // Memory model (memory-model.md §11).
   double capacity = 0;          // bytes the strategy must fit in
-  double fragmentation = 0.10;  // φ = reserved/allocated − 1
+  double fragmentation = 0.16;  // φ = (reserved − allocated) / (allocated − persistent model states)
   // φ_min: the share of M_alloc PyTorch's caching allocator cannot hand back when memory runs
   // short (the free tails of segments that still hold live blocks): before it reports an
   // out-of-memory error it frees every cached segment with no live block and retries

@@ -42,6 +42,9 @@ struct StageMemory {
   double device = 0;
 
   double static_total() const { return weights + grads + optimizer + gathered + fp8_cache; }
+  // The model states allocated once and kept from step to step (not the gathered parameters, which
+  // FSDP/ZeRO-3 gathers and frees every step): what the allocator's reserve does not grow on (§11).
+  double persistent() const { return weights + grads + optimizer + fp8_cache; }
   double fragmentation() const { return reserved - allocated; }
 };
 

@@ -21,9 +21,10 @@ std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const Sta
   return n;
 }
 
-double device_total(double allocated, double outside, const Device& dev, double budget) {
-  const double unconstrained = allocated * (1 + dev.fragmentation) + outside;
-  const double squeezed = allocated * least_reserve_factor(dev) + outside;
+double device_total(double allocated, double persistent, double outside, const Device& dev, double budget) {
+  const double churned = std::max(0.0, allocated - persistent);
+  const double unconstrained = allocated + dev.fragmentation * churned + outside;
+  const double squeezed = allocated + least_reserve_fraction(dev) * churned + outside;
   return std::min(unconstrained, std::max(squeezed, budget));
 }
 
@@ -51,11 +52,11 @@ double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double bud
   st.fixed_margin = dev.overhead_fixed;
   const double outside = st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library + st.fixed_margin +
                          st.tp_overlap_buffers;
-  st.device = device_total(st.allocated, outside, dev, budget);
+  st.device = device_total(st.allocated, st.persistent(), outside, dev, budget);
   st.reserved = st.device - outside;
   // O_tpo grows with the micro-batch size, which the floor must not read (it is ≥ 0).
-  return stat * least_reserve_factor(dev) + st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library +
-         st.fixed_margin;
+  return stat + least_reserve_fraction(dev) * (stat - st.persistent()) + st.cuda_context + st.communicator_buffers +
+         st.workspaces + st.ep_library + st.fixed_margin;
 }
 
 }  // namespace meshfit

@@ -18,17 +18,21 @@ struct StageGroups {
 // n_comm(i): one communicator per group of more than one rank (§11's table).
 std::int64_t communicator_count(const Strategy& s, bool model_has_moe, const StageGroups& g);
 
-// 1 + φ_min: the least reserve per allocated byte, what a stage squeezed by its budget keeps
-// (never more than the unconstrained 1 + φ).
-inline double least_reserve_factor(const Device& dev) {
-  return 1 + (dev.fragmentation_floor < dev.fragmentation ? dev.fragmentation_floor : dev.fragmentation);
+// φ_min: the least reserve per byte the step allocates and frees, what a stage squeezed by its
+// budget keeps (never more than the unconstrained φ).
+inline double least_reserve_fraction(const Device& dev) {
+  return dev.fragmentation_floor < dev.fragmentation ? dev.fragmentation_floor : dev.fragmentation;
 }
 
-// §11: M_device from M_alloc and the memory outside the allocator (`outside`), against the budget
-// (capacity − headroom). Unconstrained the allocator reserves M_alloc·(1 + φ); when that does not
-// fit, it releases its cached segments and serves M_alloc from what is left, down to
-// M_alloc·(1 + φ_min) (Device::fragmentation_floor): the device total is then the budget itself.
-double device_total(double allocated, double outside, const Device& dev, double budget);
+// §11: M_device from M_alloc, the part of it kept from step to step (`persistent`, the model
+// states: StageMemory::persistent) and the memory outside the allocator (`outside`), against the
+// budget (capacity − headroom). The allocator's reserve above M_alloc is a share φ of what the step
+// allocates and frees, M_alloc − persistent: model states are allocated once, before the first
+// step, and never freed, so no free block is left among them. Unconstrained the allocator reserves
+// M_alloc + φ·(M_alloc − persistent); when that does not fit, it releases its cached segments and
+// serves M_alloc from what is left, down to φ_min (Device::fragmentation_floor): the device total
+// is then the budget itself.
+double device_total(double allocated, double persistent, double outside, const Device& dev, double budget);
 
 // §11's totals of a stage whose terms are set (model states, deferred gradients, activations,
 // transient, step transient, communicators, O_tpo): M_alloc (the backward or the optimizer-step phase),

@@ -79,9 +79,10 @@ struct StaticSide {
   // Per stage, the b-free addends of its totals (finish_totals): kept with the rest so that an
   // estimate of the totals alone adds only what b changes.
   struct Totals {
-    double stat = 0;      // static_total(): weights, grads, optimizer, gathered, FP8 cache
-    double step = 0;      // stat + the optimizer-step transient
-    double deferred = 0;  // deferred gradient sync (ruling 10), when `defers`
+    double stat = 0;        // static_total(): weights, grads, optimizer, gathered, FP8 cache
+    double persistent = 0;  // persistent(): stat less the gathered parameters
+    double step = 0;        // stat + the optimizer-step transient
+    double deferred = 0;    // deferred gradient sync (ruling 10), when `defers`
     bool defers = false;
     double tr_fsdp = 0;  // when FSDP gathers per layer
     double tr_bucket = 0;

@@ -87,7 +87,7 @@ void finish_totals(MemoryReport& report, const ActivationSide& side, const Stati
     const double step = t.step + p.pipeline_buffers;
     const double outside = dev.overhead_context + t.communicator_buffers + dev.overhead_workspaces + t.ep_library +
                            dev.overhead_fixed + tp_overlap;
-    const double device = device_total(std::max(backward, step), outside, dev, report.budget);
+    const double device = device_total(std::max(backward, step), t.persistent, outside, dev, report.budget);
     if (i == 0 || device > report.peak) {
       report.peak = device;
       report.peak_stage = i;
@@ -250,6 +250,7 @@ void static_totals(StaticSide& statics, const ActivationSide& side, const Layout
     st.gathered = states.gathered + statics.held[i];
     st.fp8_cache = states.fp8_cache;
     tot.stat = st.static_total();
+    tot.persistent = st.persistent();
     tot.step = tot.stat + optimizer_step_transient(states, t.s, t.run);
     tot.defers = defers;
     if (defers) tot.deferred = deferred_grad_bytes(statics.deferred_elements[i], t.run);
@@ -261,9 +262,10 @@ void static_totals(StaticSide& statics, const ActivationSide& side, const Layout
     tot.tr_bucket = grad_bucket_transient(max_rg, t.s, t.run);
     tot.communicator_buffers = static_cast<double>(statics.communicators[i]) * dev.overhead_per_communicator;
     tot.ep_library = a.has_moe ? dev.overhead_ep_library : 0;
-    statics.static_floor = std::max(statics.static_floor, tot.stat * least_reserve_factor(dev) + dev.overhead_context +
-                                                              tot.communicator_buffers + dev.overhead_workspaces +
-                                                              tot.ep_library + dev.overhead_fixed);
+    statics.static_floor =
+        std::max(statics.static_floor, tot.stat + least_reserve_fraction(dev) * (tot.stat - tot.persistent) +
+                                           dev.overhead_context + tot.communicator_buffers + dev.overhead_workspaces +
+                                           tot.ep_library + dev.overhead_fixed);
   }
 }
 

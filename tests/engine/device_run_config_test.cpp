@@ -54,7 +54,7 @@ TEST_CASE("every device of cli.md is bundled, with devices.md's figures") {
   CHECK(h100.devices_per_node == 8);
   CHECK(h100.intra_bandwidth == 450e9);
   CHECK(h100.inter_bandwidth == 50e9);
-  CHECK(h100.fragmentation == 0.10);
+  CHECK(h100.fragmentation == 0.16);
   CHECK(h100.overhead_context == 512.0 * 1024 * 1024);
   CHECK(h100.overhead_per_communicator == 256.0 * 1024 * 1024);
   CHECK(h100.overhead_workspaces == 64.0 * 1024 * 1024);

@@ -80,13 +80,15 @@ TEST_CASE("EX3: Llama-3.1-8B, FSDP over 8 GPUs, full recompute (torchtitan)") {
   // Second departure: the profile keeps FSDP2's root (embedding, final norm, output) and
   // torchtitan's last block gathered (measured cases tt2412-t1..t4); the spec's example reshards
   // them. With it, 2 bytes × (525,336,576 + 4,096 + 525,336,576 + 218,112,000 of the last layer)
-  // = 2,537,578,496 more bytes gathered, allocated and (×1.1) reserved.
+  // = 2,537,578,496 more bytes gathered and allocated; gathered parameters are not model states
+  // kept from step to step, so the reserve grows on them too (0.16 of what the step frees).
   CHECK(c.run.profile.fsdp_root_and_last_block_unsharded);
   {
     const MemoryReport held = test::estimate(c);
     CHECK_BYTES(held.stages[0].gathered, 2'537'578'496);
     CHECK_BYTES(held.stages[0].allocated, 28'849'020'928.0 + 2'537'578'496.0);
-    CHECK_BYTES(held.stages[0].reserved, (28'849'020'928.0 + 2'537'578'496.0) * 1.1);
+    const double allocated = 28'849'020'928.0 + 2'537'578'496.0;
+    CHECK_BYTES(held.stages[0].reserved, allocated + 0.16 * (allocated - 16'060'522'496.0));
   }
   c.run.profile.fsdp_root_and_last_block_unsharded = false;
   // Third departure: eager torchtitan runs SwiGLU as separate ops (the profile's fused_swiglu
@@ -111,9 +113,9 @@ TEST_CASE("EX3: Llama-3.1-8B, FSDP over 8 GPUs, full recompute (torchtitan)") {
   CHECK_BYTES(st.tr_cp, 0);
   CHECK_BYTES(st.transient, 6'304'038'912);
   CHECK_BYTES(st.allocated, 28'849'020'928);
-  CHECK_BYTES(st.reserved, 31'733'923'021);
+  CHECK_BYTES(st.reserved, 30'895'180'677);
   CHECK(st.communicators == 1);
-  CHECK_BYTES(st.device, 32'606'338'253);
+  CHECK_BYTES(st.device, 31'767'595'909);
   CHECK(r.fits);
 }
 
@@ -132,7 +134,7 @@ TEST_CASE("EX4: Mixtral-8x7B with EP 8 and ETP 2") {
                opt[] = {8'757'018'624, 8'757'021'696}, A[] = {8'725'364'736, 9'021'030'400},
                act[] = {17'450'729'472, 9'021'030'400}, trl[] = {419'692'544, 123'994'112}, logits[] = {0, 393'216'000},
                tr[] = {419'692'544, 393'216'000}, alloc[] = {37'493'571'584, 29'037'423'616},
-               reserved[] = {41'242'928'742, 31'941'165'978}, device[] = {43'189'085'798, 33'887'323'034};
+               reserved[] = {40'352'839'107, 30'543'703'040}, device[] = {42'298'996'163, 32'489'860'096};
   for (int i = 0; i < 2; ++i) {
     CAPTURE(i);
     const StageMemory& st = r.stages[static_cast<std::size_t>(i)];
@@ -192,10 +194,10 @@ TEST_CASE("EX5: DeepSeek-V3 (MLA, MoE, MTP), PP 16 x EP 64, layers_per_vstage [4
   CHECK_BYTES(s0.allocated, 16'077'497'952);
   CHECK_BYTES(s1.allocated, 19'184'449'920);
   CHECK_BYTES(s15.allocated, 18'141'726'400);
-  CHECK_BYTES(s0.device, 19'631'404'803);
-  CHECK_BYTES(s1.device, 22'780'616'512);
-  CHECK_BYTES(s14.device, 21'101'217'190);
-  CHECK_BYTES(s15.device, 21'902'056'096);
+  CHECK_BYTES(s0.device, 18'572'694'644);
+  CHECK_BYTES(s1.device, 21'392'336'788);
+  CHECK_BYTES(s14.device, 19'621'333'868);
+  CHECK_BYTES(s15.device, 20'723'236'626);
   CHECK(r.peak_stage == 1);
 }
 
@@ -268,8 +270,8 @@ TEST_CASE("EX8: Llama-3.1-70B, PP 4, 1F1B, per stage") {
   const double trl[] = {172'097'536, 172'097'536, 172'097'536, -108'920'832};
   const double tr[] = {172'097'536, 172'097'536, 172'097'536, 396'361'728};
   const double alloc[] = {38'671'482'880, 34'275'721'216, 31'465'537'536, 30'746'181'632};
-  const double reserved[] = {42'538'631'168, 37'703'293'338, 34'612'091'290, 33'820'799'795};
-  const double device[] = {43'947'917'312, 39'112'579'482, 36'021'377'434, 35'230'085'939};
+  const double reserved[] = {40'497'557'012, 35'652'144'988, 32'392'331'919, 31'304'191'836};
+  const double device[] = {41'906'843'156, 37'061'431'132, 33'801'618'063, 32'713'477'980};
   for (int i = 0; i < 4; ++i) {
     CAPTURE(i);
     const StageMemory& st = r.stages[static_cast<std::size_t>(i)];
@@ -301,7 +303,7 @@ TEST_CASE("EX9: the same with the interleaved schedule, vpp 2 (simulated Megatro
   const std::int64_t n0[] = {8, 5, 4, 4}, n1[] = {3, 4, 3, 1};
   const double act[] = {15'456'272'384, 12'645'826'560, 9'835'642'880, 7'306'477'568};
   const double alloc[] = {42'886'889'472, 38'490'996'736, 35'680'813'056, 34'961'457'152};
-  const double device[] = {48'584'864'563, 43'749'382'554, 40'658'180'506, 39'866'889'011};
+  const double device[] = {46'796'714'803, 41'951'150'735, 38'691'337'667, 37'603'197'583};
   for (int i = 0; i < 4; ++i) {
     CAPTURE(i);
     const StageMemory& st = r.stages[static_cast<std::size_t>(i)];
@@ -331,8 +333,8 @@ TEST_CASE("EX10: GPT-3 175B interleaved, Korthikanti's Table 3 setting") {
                                 {8, 8, 7},  {8, 8, 5},  {8, 8, 3},  {8, 8, 1}};
   const double act[] = {13'312'983'040, 12'406'751'232, 11'551'113'216, 10'695'475'200,
                         9'839'837'184,  8'984'199'168,  8'128'561'152,  7'337'934'848};
-  const double device[] = {72'531'907'789, 69'211'198'669, 68'269'996'851, 67'328'795'034,
-                           66'387'593'216, 65'446'391'398, 64'505'189'581, 65'461'558'067};
+  const double device[] = {68'281'856'000, 65'093'629'215, 64'101'089'116, 63'108'549'018,
+                           62'116'008'919, 61'123'468'820, 60'130'928'722, 60'898'257'633};
   for (int i = 0; i < 8; ++i) {
     CAPTURE(i);
     const StageMemory& st = r.stages[static_cast<std::size_t>(i)];
@@ -364,7 +366,7 @@ TEST_CASE("EX11: DualPipeV counts and overlap, Llama-3.1-8B") {
   CHECK_BYTES(s0.tr_dpv, 4'871'684'096);
   CHECK_BYTES(s0.tr_logits, 3'152'019'456);
   CHECK_BYTES(s0.allocated, 54'405'382'144);
-  CHECK_BYTES(s0.device, 60'986'771'046);
+  CHECK_BYTES(s0.device, 58'883'593'339);
   CHECK(s0.communicators == 2);
   for (int i = 1; i < 4; ++i) {
     CAPTURE(i);
@@ -374,7 +376,7 @@ TEST_CASE("EX11: DualPipeV counts and overlap, Llama-3.1-8B") {
     CHECK_BYTES(st.activations, 15'986'589'696);
     CHECK_BYTES(st.tr_dpv, 2'703'228'928);
     CHECK_BYTES(st.allocated, 39'628'570'624);
-    CHECK_BYTES(st.device, 44'732'278'374);
+    CHECK_BYTES(st.device, 43'759'792'292);
   }
 }
 
