@@ -85,6 +85,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "output_saves_gathered_input",
                                                  "loss_chunks",
                                                  "compiled_loss",
+                                                 "te_cross_entropy",
                                                  "vocab_parallel_loss",
                                                  "ep_dispatcher",
                                                  "tp_overlap",
@@ -186,6 +187,7 @@ void read_activation_options(const OptionReader& r, Run& run) {
   r.flag("output_saves_gathered_input", o.output_saves_gathered_input);
   r.number("loss_chunks", o.loss_chunks, 1, 1e6);
   r.flag("compiled_loss", o.compiled_loss);
+  r.flag("te_cross_entropy", o.te_cross_entropy);
   r.flag("vocab_parallel_loss", o.vocab_parallel_loss);
   r.number("token_id_bytes", o.token_id_bytes, 0, 16);
 }

@@ -287,6 +287,9 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // And a compiled loss (torchtitan's compile.components "loss"), which the README asks a case to
   // state there.
   if (clause_states(other, {"compil", "loss"})) vc.run.options.compiled_loss = true;
+  // And Transformer Engine's fused cross-entropy (Megatron-Bridge's cross_entropy_loss_fusion with
+  // cross_entropy_fusion_impl "te": its GPT provider's default and its performance scripts').
+  if (clause_states(other, {"fused cross-entropy", "transformer engine"})) vc.run.options.te_cross_entropy = true;
   // And torchao's float8 FSDP all-gather (enable_fsdp_float8_all_gather: the weights are cast
   // before they are gathered, one byte each).
   if (fp8 && clause_states(other, {"fsdp float8 all-gather"})) vc.run.precision.beta_gather = 1;

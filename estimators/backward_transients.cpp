@@ -9,6 +9,8 @@ namespace meshfit {
 
 double logits_transient(const Run& run, const Strategy& s, double n_cp, double v_pad) {
   const RunOptions& o = run.options;
+  // Transformer Engine's cross-entropy writes the gradient in place, into the kept logits.
+  if (o.te_cross_entropy) return 0;
   const bool split = o.vocab_parallel_loss && s.tp > 1;
   const double vocab = o.vocab_parallel_loss ? v_pad / static_cast<double>(s.tp) : v_pad;
   // torch.compile fuses the loss's backward (softmax minus the one-hot target, times the

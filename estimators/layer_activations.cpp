@@ -99,8 +99,9 @@ double output_kept(const Model& m, const Run& run, const Strategy& s, double n_c
   // The projection's saved input: the SP shard, or the whole gathered sequence (DTensor TP).
   const double h_in = o.output_saves_gathered_input ? static_cast<double>(m.hidden) : h_sp;
   // A compiled loss keeps the logits themselves (the compiled region's input, β_a each) and one
-  // logsumexp per token for its backward, instead of the eager fp32 log-probabilities.
-  const double logits = o.compiled_loss ? o.beta_a : o.logits_kept_bytes;
+  // logsumexp per token for its backward, instead of the eager fp32 log-probabilities; Transformer
+  // Engine's cross-entropy keeps the logits, their gradient written into them (RunOptions).
+  const double logits = o.compiled_loss || o.te_cross_entropy ? o.beta_a : o.logits_kept_bytes;
   return n_cp * (o.beta_n * h_sp + o.beta_a * h_in + logits * vocab + (o.compiled_loss ? 4 : 0));
 }
 

@@ -302,6 +302,12 @@ LossTime loss_time(const Run& run, const Device& d, const Strategy& s, double v_
     // logsumexp), the backward reads them and writes their gradient.
     return LossTime{elements * o.beta_a / bw, elements * 2 * o.beta_a / bw};
   }
+  if (o.te_cross_entropy) {
+    // Transformer Engine's cross-entropy: the forward kernel reads each logit and writes its
+    // gradient in place; the backward scales it by the per-token loss gradient (element_mul_kernel:
+    // Megatron passes an unreduced loss, so the gradient is not the scalar 1 the kernel skips).
+    return LossTime{elements * 2 * o.beta_a / bw, elements * 2 * o.beta_a / bw};
+  }
   const bool split = o.vocab_parallel_loss && s.tp > 1;
   return LossTime{elements * (split ? p.loss_parallel_bytes_forward : p.loss_bytes_forward) / bw,
                   elements * (split ? p.loss_parallel_bytes_backward : p.loss_bytes_backward) / bw};

@@ -177,6 +177,11 @@ struct RunOptions {
   // torch.compile on the loss (torchtitan's compile.components "loss"): the three byte counts
   // above give way to the fused kernels' (layer_activations.hpp, backward_transients.hpp).
   bool compiled_loss = false;
+  // Transformer Engine's parallel cross-entropy (Megatron's --cross-entropy-loss-fusion with
+  // --cross-entropy-fusion-impl te; Megatron-Bridge's default): one Triton kernel writes the
+  // logits' gradient into the logits themselves in the forward (transformer_engine/pytorch/
+  // triton/cross_entropy.py), so the loss keeps the bf16 logits and needs no transient.
+  bool te_cross_entropy = false;
   bool output_saves_gathered_input = false;
   double loss_chunks = 1;
   EpDispatch ep_dispatch = EpDispatch::all_to_all;
