@@ -290,6 +290,16 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // And Transformer Engine's fused cross-entropy (Megatron-Bridge's cross_entropy_loss_fusion with
   // cross_entropy_fusion_impl "te": its GPT provider's default and its performance scripts').
   if (clause_states(other, {"fused cross-entropy", "transformer engine"})) vc.run.options.te_cross_entropy = true;
+  // A Megatron-Bridge run whose case says nothing of its loss takes Bridge's: its GPT provider
+  // turns cross_entropy_loss_fusion on and its performance scripts, which publish its measured
+  // runs, set cross_entropy_fusion_impl "te" (scripts/performance, since bf75c658c, 2025-11).
+  std::string source = vc.source;
+  std::transform(source.begin(), source.end(), source.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (vc.framework == "megatron" && source.find("megatron-bridge") != std::string::npos &&
+      other.find("cross-entropy") == std::string::npos) {
+    vc.run.options.te_cross_entropy = true;
+    notes.push_back("source Megatron-Bridge -> Transformer Engine fused cross-entropy");
+  }
   // And torchao's float8 FSDP all-gather (enable_fsdp_float8_all_gather: the weights are cast
   // before they are gathered, one byte each).
   if (fp8 && clause_states(other, {"fsdp float8 all-gather"})) vc.run.precision.beta_gather = 1;

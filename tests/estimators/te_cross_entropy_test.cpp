@@ -4,6 +4,8 @@
 // holds no transient. Bytes counted by hand against Megatron's unfused vocab-parallel loss.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "engine/validation_cases.hpp"
 #include "estimator_fixture.hpp"
 #include "estimators/backward_transients.hpp"
@@ -67,9 +69,15 @@ TEST_CASE("Transformer Engine's cross-entropy: two HBM passes over the logits ea
   CHECK(fused.backward == doctest::Approx(4 * elements / bw).epsilon(1e-12));
 }
 
-TEST_CASE("validate: a case that states Transformer Engine's fused cross-entropy takes it") {
+TEST_CASE("validate: Transformer Engine's fused cross-entropy where a case states it or comes from Megatron-Bridge") {
   const auto cases = load_validation_cases(test::data_path("validation/te-cross-entropy.yaml"));
-  REQUIRE(cases.size() == 2);
+  REQUIRE(cases.size() == 4);
   CHECK(cases[0].run.options.te_cross_entropy);
   CHECK_FALSE(cases[1].run.options.te_cross_entropy);  // "... off"
+  // Unstated: Megatron-Bridge's default, listed as a default taken; Megatron-LM's is unfused.
+  CHECK(cases[2].run.options.te_cross_entropy);
+  const auto& notes = cases[2].defaults_taken;
+  CHECK(std::find(notes.begin(), notes.end(), "source Megatron-Bridge -> Transformer Engine fused cross-entropy") !=
+        notes.end());
+  CHECK_FALSE(cases[3].run.options.te_cross_entropy);
 }
