@@ -141,6 +141,13 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
         "the layers beyond the fully recomputed ones use selective recompute in meshfit's estimate; "
         "Megatron-LM takes one granularity, so they run without recompute there");
   }
+  // Megatron-LM's arguments reject Transformer Engine's cross-entropy since June 2026 ("stability
+  // issues", arguments.py, #5115/#5162); Megatron-Bridge still sets it through Megatron-Core.
+  if (o.te_cross_entropy) {
+    r.notes.push_back(
+        "the estimate takes Transformer Engine's fused cross-entropy (te_cross_entropy), which Megatron-LM's "
+        "arguments reject; these arguments run its unfused loss, which holds more memory on the last stage");
+  }
   return r;
 }
 

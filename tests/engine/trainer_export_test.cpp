@@ -130,6 +130,19 @@ TEST_CASE("export: what a trainer cannot express is an error that says why (exit
   CHECK(has(unknown.err, "--to"));
 }
 
+TEST_CASE("export: Megatron-LM arguments say they run the unfused loss the estimate did not take") {
+  // Megatron-LM's arguments.py rejects --cross-entropy-fusion-impl te (June 2026): the arguments
+  // leave it out and the export says so on stderr.
+  auto args = export_args("llama-3.1-8b", "8", "4096", "64", "megatron", "tp=1,zero=1,mbs=1");
+  args.insert(args.end(), {"--run-options", data_path("run-options/te-cross-entropy.yaml")});
+  const auto r = run(args);
+  CHECK(r.code == 0);
+  CHECK_FALSE(has(r.out, "cross-entropy"));
+  CHECK(has(r.err, "Transformer Engine's fused cross-entropy"));
+  const auto plain = run(export_args("llama-3.1-8b", "8", "4096", "64", "megatron", "tp=1,zero=1,mbs=1"));
+  CHECK_FALSE(has(plain.err, "cross-entropy"));
+}
+
 TEST_CASE("export: a train YAML without parallel_config names the file and the field") {
   const auto path = (std::filesystem::temp_directory_path() / "meshfit-export-bad.yaml").string();
   std::ofstream(path) << "runner_config:\n  batch_size: 1\n";
