@@ -191,6 +191,14 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
 // the count goes on with the shared expert's w1 (saved), w3, w2 (saved). Kept besides: topk's fp32
 // scores and int64 indices (12 bytes per routed slot) and, with expert parallelism, the
 // all-to-all outputs of dispatch (k·ρ rows received) and combine (k rows).
+//
+// Eager, SAC stores every must-save op's output until the backward, read or not
+// (torch/utils/checkpoint.py, _CachingTorchDispatchMode). Under torch.compile the must-save tag
+// only bans recomputing the op, and the min-cut partitioner keeps what the backward reaches
+// (torch/_functorch/partitioners.py, should_ban_recomputation, solve_min_cut): nothing reads the
+// FFN's output — w2's, its TP partial sum and its reduce-scatter — since w2's backward needs its
+// input and the residual add none of its operands. wo's reduce-scatter output is still kept: the
+// FFN norm's input is recomputed from it.
 void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, Census& c) {
   if (m.attention != AttentionKind::gqa) return;
   const double b = run.options.beta_a;
@@ -214,10 +222,14 @@ void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, FfnKind f
       return;
     }
   }
+  const bool ffn_output_kept = !run.options.torch_compile;
   if (s.tp > 1) {
-    c.sac_unsplit = b * h;     // w2's partial sum, full sequence
-    c.sac_saved += 2 * b * h;  // reduce-scatter outputs of wo and w2
-  } else {
+    c.sac_saved += b * h;  // wo's reduce-scatter output
+    if (ffn_output_kept) {
+      c.sac_unsplit = b * h;  // w2's partial sum, full sequence
+      c.sac_saved += b * h;   // w2's reduce-scatter output
+    }
+  } else if (ffn_output_kept) {
     c.sac_saved += b * h;  // w2 output
   }
 }

@@ -25,6 +25,16 @@ TEST_CASE("torchtitan per-op SAC keeps every second matmul output and the attent
   t2.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
   const Census c2 = analytic_census(t2.model, t2.run, t2.strategy, FfnKind::dense);
   CHECK(per_token(c2, t2.run, t2.strategy, 0).kept_sel == 12'288 + 23'616 + 8'192);
+
+  // Compiled, the partitioner keeps only what the backward reads: not the FFN's output. tp 1:
+  // 63,616 − 2·4096 = 55,424. tp 2: w2's partial sum (8,192) and its reduce-scatter output
+  // (2·4096/2 = 4,096) go, wo's reduce-scatter output stays: 44,096 − 12,288 = 31,808.
+  c.run.options.torch_compile = true;
+  CHECK(per_token(analytic_census(c.model, c.run, c.strategy, FfnKind::dense), c.run, c.strategy, 0).kept_sel ==
+        55'424);
+  t2.run.options.torch_compile = true;
+  CHECK(per_token(analytic_census(t2.model, t2.run, t2.strategy, FfnKind::dense), t2.run, t2.strategy, 0).kept_sel ==
+        31'808);
 }
 
 TEST_CASE("torchtitan's eager cross-entropy holds 8 transient bytes per logit") {
