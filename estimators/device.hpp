@@ -14,8 +14,9 @@ struct Device {
   // Memory model (memory-model.md §11).
   double capacity = 0;          // bytes the strategy must fit in
   double fragmentation = 0.16;  // φ = (reserved − allocated) / (allocated − persistent model states)
-  // φ_min: the share of M_alloc PyTorch's caching allocator cannot hand back when memory runs
-  // short (the free tails of segments that still hold live blocks): before it reports an
+  // φ_min: the share of what the step allocates and frees (M_alloc less the model states) that
+  // PyTorch's caching allocator cannot hand back when memory runs short (the free tails of
+  // segments that still hold live blocks): before it reports an
   // out-of-memory error it frees every cached segment with no live block and retries
   // (c10/cuda/CUDACachingAllocator.cpp, release_cached_blocks), so a stage whose M_alloc fits
   // with this much to spare runs, its reserved squeezed to what is left (memory-model.md §11).
