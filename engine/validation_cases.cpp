@@ -11,6 +11,7 @@
 #include "engine/input_error.hpp"
 #include "engine/utf8_text.hpp"
 #include "engine/model_config.hpp"
+#include "engine/presets.hpp"
 #include "engine/run_config.hpp"
 #include "engine/yaml_fields.hpp"
 #include "estimators/strategy_rules.hpp"
@@ -276,8 +277,7 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   vc.run.options.torch_compile = feat.optional_bool("torch_compile").value_or(false);
   // The MoE dispatcher is named only in the free text of `other` (validation README): DeepEP and
   // HybridEP send a token once per destination node.
-  std::string other = feat.optional_string("other").value_or("");
-  std::transform(other.begin(), other.end(), other.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const std::string other = to_lower(feat.optional_string("other").value_or(""));
   if (other.find("hybridep") != std::string::npos || other.find("deepep") != std::string::npos) {
     vc.run.options.ep_dispatch = EpDispatch::node_dedup;
   }
@@ -293,9 +293,7 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // A Megatron-Bridge run whose case says nothing of its loss takes Bridge's: its GPT provider
   // turns cross_entropy_loss_fusion on and its performance scripts, which publish its measured
   // runs, set cross_entropy_fusion_impl "te" (scripts/performance, since bf75c658c, 2025-11).
-  std::string source = vc.source;
-  std::transform(source.begin(), source.end(), source.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  if (vc.framework == "megatron" && source.find("megatron-bridge") != std::string::npos &&
+  if (vc.framework == "megatron" && to_lower(vc.source).find("megatron-bridge") != std::string::npos &&
       other.find("cross-entropy") == std::string::npos) {
     vc.run.options.te_cross_entropy = true;
     notes.push_back("source Megatron-Bridge -> Transformer Engine fused cross-entropy");
