@@ -77,7 +77,8 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
   const double shards = static_cast<double>(s.tp * s.cp);  // §7.3: every op split over tp·cp
   double att_proj_f = 0, ffn_proj_f = 0, up_f = 0, shared_f = 0;
-  int routed_ops = 0;
+  int routed_ops = 0, ffn_pair_ops = 0;
+  bool after_core = false;
   for (std::size_t i = 0; i < flops.count; ++i) {
     const FlopOp& op = flops.ops[i];
     const bool core = op.role == OpRole::core;
@@ -113,8 +114,14 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     if (op.role == OpRole::attention_up) up_f += f;
     if (op.role == OpRole::ffn_proj) ffn_proj_f += f;
     if (op.role == OpRole::shared_expert) shared_f += f;
-    if (op.role == OpRole::attention_proj || op.role == OpRole::ffn_proj || op.role == OpRole::shared_expert)
-      t.projection_forward += f;
+    // Which SP collective each GEMM sits next to: the attention's projections before the core read
+    // its all-gather, the one after it feeds its reduce-scatter; likewise the FFN's first and
+    // second GEMM (a dense FFN's, or an MoE layer's shared expert: the routed experts move their
+    // tokens over EP instead).
+    if (core) after_core = true;
+    if (op.role == OpRole::attention_proj || op.role == OpRole::attention_up) t.tp_pair_gemm[after_core ? 1 : 0] += f;
+    if ((op.role == OpRole::ffn_proj && ffn == FfnKind::dense) || op.role == OpRole::shared_expert)
+      t.tp_pair_gemm[ffn_pair_ops++ == 0 ? 2 : 3] += f;
   }
 
   // §7.3 option `elementwise`: memory-bound bytes of norms, rotary, activation and residual adds
@@ -163,28 +170,40 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
   if (s.tp > 1) {
     const Group tp = make_group(d, 1, s.tp, tree);
     const double S = n_cp * h * beta_a;
-    double forward, gathers = 0;
+    // The layer's forward collectives, in the slots of LayerTime::tp_pair_gemm.
+    double c[4] = {0, 0, 0, 0};
     if (s.sp) {
-      const double pairs = ffn == FfnKind::dense ? 2 : 1 + (m.shared_experts > 0 ? 1 : 0);
-      // Under torchao's float8 TP the all-gathers carry float8 (fp8_casts.hpp); the
-      // reduce-scatters stay bf16.
+      // An all-gather before and a reduce-scatter after the attention, and again around a dense
+      // FFN or a shared expert. Under torchao's float8 TP the all-gathers carry float8
+      // (fp8_casts.hpp); the reduce-scatters stay bf16.
       const double S_ag = fp8_tp_all_gathers(run, s) ? n_cp * h : S;
-      gathers = pairs * all_gather(tp, S_ag);
-      forward = gathers + pairs * reduce_scatter(tp, S);
+      const bool ffn_pair = ffn == FfnKind::dense || m.shared_experts > 0;
+      c[0] = all_gather(tp, S_ag);
+      c[1] = reduce_scatter(tp, S);
+      c[2] = ffn_pair ? all_gather(tp, S_ag) : 0;
+      c[3] = ffn_pair ? reduce_scatter(tp, S) : 0;
     } else {
-      forward = 2 * all_reduce(tp, S);
+      c[1] = c[3] = all_reduce(tp, S);  // after the attention's and the FFN's output projections
     }
-    const double share = forward > 0 ? gathers / forward : 0;  // the all-gathers' part
-    if (s.tp_comm_overlap) {
-      // Collective and dependent GEMM each cut into tp pieces and pipelined (Wang et al., ASPLOS
-      // 2023, "Overlap Communication with Dependent Computation via Decomposition"; Transformer
-      // Engine's userbuffers overlap, PyTorch's AsyncTP): the first piece's collective waits, the
-      // others hide behind the GEMM pieces as far as those last.
-      // The framework realises the share ω_d of that ideal hiding (its pieces synchronise at
-      // every step and share HBM and NVLink with the GEMM pieces; FrameworkProfile).
-      const double tpd = static_cast<double>(s.tp), gemm = t.projection_forward;
-      const double ideal = forward / tpd + std::max(0.0, forward - gemm) * (tpd - 1) / tpd;
-      forward -= run.profile.tp_overlap_efficiency * (forward - ideal);
+    const double gathers = c[0] + c[2], raw = c[0] + c[1] + c[2] + c[3];
+    const double share = raw > 0 ? gathers / raw : 0;  // the all-gathers' part
+    double forward = 0;
+    for (int i = 0; i < 4; ++i) {
+      double exposed = c[i];
+      if (s.tp_comm_overlap) {
+        // Each collective and the GEMM that reads (or writes) its tensor are cut into tp pieces and
+        // pipelined (Wang et al., ASPLOS 2023, "Overlap Communication with Dependent Computation
+        // via Decomposition"; Transformer Engine's userbuffers overlap, PyTorch's AsyncTP): the
+        // first piece's collective waits, the others hide behind that GEMM's pieces as far as
+        // those last. Only its own GEMM: the next pair's GEMM needs this collective's result
+        // (through the norm and residual), so it cannot run beside it.
+        // The framework realises the share ω_d of that ideal hiding (its pieces synchronise at
+        // every step and share HBM and NVLink with the GEMM pieces; FrameworkProfile).
+        const double tpd = static_cast<double>(s.tp);
+        const double ideal = c[i] / tpd + std::max(0.0, c[i] - t.tp_pair_gemm[i]) * (tpd - 1) / tpd;
+        exposed -= run.profile.tp_overlap_efficiency * (c[i] - ideal);
+      }
+      forward += exposed;
     }
     forward *= 1 - o.tp_overlap;  // §7.6: ω_tp hidden
     t.tp_forward = forward;

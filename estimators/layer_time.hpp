@@ -31,7 +31,11 @@ struct LayerTime {
   double tp_forward = 0, cp_forward = 0, ep_forward = 0;
   double tp_recompute[3] = {0, 0, 0};                    // TP communication each recompute mode repeats
   bool recompute_repeats_cp[3] = {false, false, false};  // selective sets that recompute the core
-  double projection_forward = 0;  // the projection GEMMs' forward, which TP collectives can overlap
+  // The forward GEMMs that read or write each SP collective's tensor, which a decomposed overlap
+  // can hide that collective behind (tp_time): the attention's input projections (after the
+  // all-gather) and output projection (before the reduce-scatter), then the FFN's (dense, or the
+  // shared expert's) first and second.
+  double tp_pair_gemm[4] = {0, 0, 0, 0};
 };
 
 // The loss's memory-bound time for one micro-batch on one device (§7.3): the profile's bytes per

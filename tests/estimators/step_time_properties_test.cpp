@@ -275,19 +275,3 @@ TEST_CASE("window_share: Llama 4's chunked layers, by hand") {
   CHECK(window_share(m, 8192) == 1.0);
   CHECK(window_share(m, 10000) == doctest::Approx((36 * 35193864.0 / 5e7 + 12) / 48).epsilon(1e-15));
 }
-
-TEST_CASE("decomposed TP overlap: the first of tp pieces waits, the rest hide behind the GEMM pieces") {
-  // Llama-3.1-70B, tp 8 with SP: per layer the collectives take C and the projection GEMMs G
-  // (forward); cut into 8 pieces each, C/8 + max(0, C − G)·7/8 stays exposed (Wang et al. 2023).
-  auto c = make_case("llama-3.1-70b", 64, 8192, 64, "dp=8,tp=8,sp=true,pp=1,mbs=1");
-  const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
-  c.strategy.tp_comm_overlap = true;
-  const LayerTime split = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
-  const double C = plain.tp_forward, G = plain.projection_forward;
-  REQUIRE(C > 0);
-  CHECK(split.tp_forward == doctest::Approx(C / 8 + std::max(0.0, C - G) * 7 / 8));
-  CHECK(split.tp == doctest::Approx(2 * split.tp_forward));
-  CHECK(split.tp_forward < plain.tp_forward);
-  // The compute itself is untouched.
-  CHECK(split.forward == plain.forward);
-}
