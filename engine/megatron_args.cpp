@@ -109,6 +109,8 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
     a.push_back("--optimizer-cpu-offload");
     a.push_back("--optimizer-offload-fraction 1.0");
     a.push_back("--use-precision-aware-optimizer");
+  } else if (o.precision_aware_optimizer) {
+    a.push_back("--use-precision-aware-optimizer");
   }
   if (s.recompute == Recompute::selective) {
     a.push_back("--recompute-granularity selective");

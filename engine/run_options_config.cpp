@@ -86,6 +86,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "loss_chunks",
                                                  "compiled_loss",
                                                  "te_cross_entropy",
+                                                 "precision_aware_optimizer",
                                                  "vocab_parallel_loss",
                                                  "ep_dispatcher",
                                                  "tp_overlap",
@@ -188,6 +189,7 @@ void read_activation_options(const OptionReader& r, Run& run) {
   r.number("loss_chunks", o.loss_chunks, 1, 1e6);
   r.flag("compiled_loss", o.compiled_loss);
   r.flag("te_cross_entropy", o.te_cross_entropy);
+  r.flag("precision_aware_optimizer", o.precision_aware_optimizer);
   r.flag("vocab_parallel_loss", o.vocab_parallel_loss);
   r.number("token_id_bytes", o.token_id_bytes, 0, 16);
 }

@@ -298,6 +298,9 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
     vc.run.options.te_cross_entropy = true;
     notes.push_back("source Megatron-Bridge -> Transformer Engine fused cross-entropy");
   }
+  // And Megatron's precision-aware optimizer (--use-precision-aware-optimizer; Megatron-Bridge's
+  // use_precision_aware_optimizer), which steps on the gradients' own dtype.
+  if (clause_states(other, {"precision-aware optimizer"})) vc.run.options.precision_aware_optimizer = true;
   // And torchao's float8 FSDP all-gather (enable_fsdp_float8_all_gather: the weights are cast
   // before they are gathered, one byte each).
   if (fp8 && clause_states(other, {"fsdp float8 all-gather"})) vc.run.precision.beta_gather = 1;

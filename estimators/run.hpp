@@ -182,6 +182,10 @@ struct RunOptions {
   // logits' gradient into the logits themselves in the forward (transformer_engine/pytorch/
   // triton/cross_entropy.py), so the loss keeps the bf16 logits and needs no transient.
   bool te_cross_entropy = false;
+  // Megatron's precision-aware optimizer (--use-precision-aware-optimizer): Transformer Engine's
+  // FusedAdam reads the gradient shard in its own dtype as `decoupled_grad`, so the step makes no
+  // fp32 copy of bf16 gradients (distrib_optimizer.py, _copy_model_grads_to_main_grads).
+  bool precision_aware_optimizer = false;
   bool output_saves_gathered_input = false;
   double loss_chunks = 1;
   EpDispatch ep_dispatch = EpDispatch::all_to_all;

@@ -57,8 +57,10 @@ double grad_bucket_transient(double largest_reduce_buffers, const Strategy& s, c
 double optimizer_step_transient(const ModelStates& states, const Strategy& s, const Run& run) {
   // §17.5.8: SAPP-ND prices the end of the warm-up only; it has no optimizer-step phase.
   if (seed_rule(run, SeedConvention::no_step_phase)) return 0;
-  // Megatron's fp32 copy of the shard's gradients (FrameworkProfile::step_casts_grads_to_fp32).
-  const double cast = run.profile.step_casts_grads_to_fp32 && run.precision.beta_G < 4 ? 4 : 0;
+  // Megatron's fp32 copy of the shard's gradients (FrameworkProfile::step_casts_grads_to_fp32),
+  // which its precision-aware optimizer does without.
+  const bool casts = run.profile.step_casts_grads_to_fp32 && !run.options.precision_aware_optimizer;
+  const double cast = casts && run.precision.beta_G < 4 ? 4 : 0;
   // An offloaded optimizer steps on the host: its temporaries are host memory (§6.4).
   const double per_element = s.offload == Offload::none ? run.options.optimizer_step_temp_bytes_per_param + cast : 0;
   return per_element * states.optimizer_elements +

@@ -143,6 +143,16 @@ TEST_CASE("export: Megatron-LM arguments say they run the unfused loss the estim
   CHECK_FALSE(has(plain.err, "cross-entropy"));
 }
 
+TEST_CASE("export: the precision-aware optimizer the estimate took is a Megatron-LM argument") {
+  auto args = export_args("llama-3.1-8b", "8", "4096", "64", "megatron", "tp=1,zero=1,mbs=1");
+  args.insert(args.end(), {"--run-options", data_path("run-options/precision-aware-optimizer.yaml")});
+  const auto r = run(args);
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "--use-precision-aware-optimizer"));
+  const auto plain = run(export_args("llama-3.1-8b", "8", "4096", "64", "megatron", "tp=1,zero=1,mbs=1"));
+  CHECK_FALSE(has(plain.out, "precision-aware"));
+}
+
 TEST_CASE("export: a train YAML without parallel_config names the file and the field") {
   const auto path = (std::filesystem::temp_directory_path() / "meshfit-export-bad.yaml").string();
   std::ofstream(path) << "runner_config:\n  batch_size: 1\n";

@@ -5,8 +5,11 @@
 #include "estimators/activation_census.hpp"
 #include "estimators/layer_activations.hpp"
 #include "estimators/layer_time.hpp"
+#include "estimators/reference_memory.hpp"
 #include "estimators/reference_step_time.hpp"
 #include "search/evaluator/step_time_evaluator.hpp"
+#include "engine/validation_cases.hpp"
+#include "test_support.hpp"
 
 using namespace meshfit;
 using meshfit::test::make_case;
@@ -147,6 +150,28 @@ TEST_CASE("Megatron's optimizer step casts bf16 gradients to fp32, one shard's w
   c.run.precision.beta_G = 2;
   c.run.profile.step_casts_grads_to_fp32 = false;
   CHECK_BYTES(test::estimate(c).stages[0].step_transient, 0.0);
+}
+
+TEST_CASE("Megatron's precision-aware optimizer steps on the bf16 gradients without an fp32 copy") {
+  // Transformer Engine's FusedAdam reads each shard's gradient in its own dtype as decoupled_grad
+  // (distrib_optimizer.py, _copy_model_grads_to_main_grads), so the 4,015,130,624 bytes above go.
+  auto c = make_case("llama-3.1-8b", 8, 4096, 8, "dp=8,zero=1");
+  c.run.precision.beta_G = 2;
+  c.run.options.precision_aware_optimizer = true;
+  CHECK_BYTES(test::estimate(c).stages[0].step_transient, 0.0);
+  // validate reads it from a case's features.other. The two cases' model is eight Llama-3.1-8B
+  // layers (8 · 218,112,000 + 2 · 525,336,576 + the final norm's 4,096 parameters =
+  // 2,795,573,248) on dp 8: a shard of 349,446,656 elements, 1,397,786,624 bytes of fp32 copy
+  // where the optimizer is not precision-aware.
+  const auto cases = load_validation_cases(test::data_path("validation/precision-aware-optimizer.yaml"));
+  REQUIRE(cases.size() == 2);
+  CHECK(cases[0].run.options.precision_aware_optimizer);
+  CHECK_FALSE(cases[1].run.options.precision_aware_optimizer);
+  const auto step = [](const ValidationCase& v) {
+    return reference_memory(v.model, v.run, v.cluster, v.strategy).stages[0].step_transient;
+  };
+  CHECK_BYTES(step(cases[0]), 0.0);
+  CHECK_BYTES(step(cases[1]), 1'397'786'624.0);
 }
 
 TEST_CASE("torchtitan per-op SAC on an MoE layer keeps the topk and the all-to-all outputs, not the experts'") {
