@@ -42,8 +42,9 @@ RecipeBytes recipe_bytes(Fp8Scaling scaling) {
 }  // namespace
 
 bool fp8_tp_all_gathers(const Run& run, const Strategy& s) {
-  return run.profile.fp8_casts == Fp8Casts::torchao && run.options.fp8_linears &&
-         run.options.fp8_scaling == Fp8Scaling::tensorwise && s.sp && s.tp > 1;  // not rowwise, not MXFP8
+  if (!run.options.fp8_linears || !s.sp || s.tp <= 1) return false;
+  // Transformer Engine, every recipe; torchao, tensorwise only (not rowwise, not MXFP8).
+  return run.profile.fp8_casts == Fp8Casts::none || run.options.fp8_scaling == Fp8Scaling::tensorwise;
 }
 
 Fp8CastBytes fp8_cast_bytes(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, double rho) {

@@ -23,7 +23,13 @@ struct Fp8CastBytes {
 // `rho` is ρ_e, the busiest rank's routed-token load (§7.2).
 Fp8CastBytes fp8_cast_bytes(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, double rho);
 
-// Whether SP's all-gathers carry float8 (1 byte per element) rather than bf16: torchao's float8
+// Whether SP's all-gathers carry float8 (1 byte per element) rather than bf16.
+// Transformer Engine (fp8_casts none) quantises a column-parallel linear's input on the sequence
+// shard and gathers the FP8 data, under every recipe: its norm writes FP8 and
+// gather_along_first_dim moves that (transformer_engine/pytorch/module/layernorm_linear.py, v1.8),
+// and since 2.0 the gather takes the input's quantizer (delayed and current scaling's FP8 data,
+// MXFP8's data and block scales; pytorch/distributed.py). Userbuffers' all-gather buffers are FP8
+// too (module/base.py, fp8_buf). torchao's float8
 // tensor parallelism (torchao/float8/float8_tensor_parallel.py: Float8ColwiseParallel and
 // PrepareFloat8ModuleInput cast the sequence shard, then redistribute; Float8RowwiseParallel casts
 // the output gradient before its all-gather), which torchtitan applies with tensorwise scaling

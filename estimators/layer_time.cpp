@@ -174,8 +174,8 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     double c[4] = {0, 0, 0, 0};
     if (s.sp) {
       // An all-gather before and a reduce-scatter after the attention, and again around a dense
-      // FFN or a shared expert. Under torchao's float8 TP the all-gathers carry float8
-      // (fp8_casts.hpp); the reduce-scatters stay bf16.
+      // FFN or a shared expert. Under FP8 linears with Transformer Engine, or torchao's float8 TP,
+      // the all-gathers carry float8 (fp8_casts.hpp); the reduce-scatters stay bf16.
       const double S_ag = fp8_tp_all_gathers(run, s) ? n_cp * h : S;
       const bool ffn_pair = ffn == FfnKind::dense || m.shared_experts > 0;
       c[0] = all_gather(tp, S_ag);
