@@ -39,6 +39,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
                     "peak_flops",
                     "hbm_bandwidth",
                     "devices_per_node",
+                    "domain_segment",
                     "intra_bandwidth",
                     "inter_bandwidth",
                     "eta_max",
@@ -94,6 +95,12 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
     d.devices_per_node = *v;
   } else if (!base) {
     f.fail("devices_per_node", "missing; expected a positive integer");
+  }
+  if (const auto v = f.optional_int("domain_segment")) {
+    if (*v < 1 || *v > d.devices_per_node)
+      f.fail("domain_segment",
+             "expected 1 to devices_per_node (" + std::to_string(d.devices_per_node) + "), got " + std::to_string(*v));
+    d.domain_segment = *v;
   }
   bounded("fragmentation", d.fragmentation, 0, 10);
   bounded("fragmentation_floor", d.fragmentation_floor, 0, 10);

@@ -200,7 +200,7 @@ void read_schedule_and_cp(const StrategyFields& f, const Model& m, const Cluster
   } else if (s.cp_algo == CpAlgo::ulysses) {
     s.cp_u = s.cp;
   } else if (s.cp_algo == CpAlgo::hybrid) {
-    s.cp_u = hybrid_ulysses_degree(m, s, cluster.device.devices_per_node);
+    s.cp_u = hybrid_ulysses_degree(m, s, cluster.device.placement_domain());
   }
 }
 

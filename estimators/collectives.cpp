@@ -10,7 +10,7 @@ Group make_group(const Device& d, std::int64_t stride, std::int64_t size, bool t
   Group g;
   g.size = size;
   g.tree = tree;
-  const GroupPlacement p = place_group(stride, size, d.devices_per_node);
+  const GroupPlacement p = place_group(stride, size, d.placement_domain());
   g.inside_node = p.inside_node;
   g.per_node = p.per_node;
   const double intra = d.eta_intra * d.intra_bandwidth;

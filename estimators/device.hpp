@@ -30,8 +30,17 @@ struct Device {
   double peak_flops = 0;              // F_peak, dense bf16 FLOP/s
   double hbm_bandwidth = 0;           // B_hbm, B/s
   std::int64_t devices_per_node = 8;  // D
-  double intra_bandwidth = 0;         // B_in, B/s per device and direction
-  double inter_bandwidth = 0;         // B_out, B/s per device and direction
+  // The GPUs one job places in one NVLink domain when that is fewer than the domain (0: all D).
+  // A GB200/GB300 NVL72 rack holds 72 GPUs in 18 trays of 4, and its scheduler lays a job out in
+  // segments of whole trays: Megatron-Bridge's launcher passes SLURM --segment as the largest
+  // divisor of the job's trays up to 18 (scripts/performance/utils/executors.py), so a
+  // power-of-two job of 64 GPUs or more runs 64 per rack and its groups of up to 64 stay on
+  // NVLink, where 72 / 64 would not.
+  std::int64_t domain_segment = 0;
+  // D as a job's groups see it: how many of its ranks share one NVLink domain (rank_layout.hpp).
+  std::int64_t placement_domain() const { return domain_segment > 0 ? domain_segment : devices_per_node; }
+  double intra_bandwidth = 0;  // B_in, B/s per device and direction
+  double inter_bandwidth = 0;  // B_out, B/s per device and direction
   double eta_max = 0.70;
   double kernel_overhead = 1e-6;  // τ_kern, s
   double eta_intra = 0.70;

@@ -252,7 +252,7 @@ void cp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
         bwd += all_to_all(g, d, S_qkv) + all_to_all(g, d, S_o);
       }
       if (cp_r > 1) {
-        const GroupPlacement ring = place_group(s.tp * cp_u, cp_r, d.devices_per_node);
+        const GroupPlacement ring = place_group(s.tp * cp_u, cp_r, d.placement_domain());
         // MLA passes the decompressed per-head K and V, or with mla_cp_latent the compressed latent
         // and the shared rotary key (§7.5).
         const double width = m.attention == AttentionKind::mla && o.mla_cp_latent

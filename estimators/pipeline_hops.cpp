@@ -13,7 +13,8 @@ bool pipeline_hops_hidden(const Run& run, const Strategy& s) {
 double pipeline_hop_time(const Model& m, const Run& run, const Device& d, const Strategy& s) {
   if (s.pp <= 1 || pipeline_hops_hidden(run, s)) return 0;
   const std::int64_t world = s.world();
-  const bool inside = world <= d.devices_per_node && d.devices_per_node % world == 0;
+  const std::int64_t D = d.placement_domain();
+  const bool inside = world <= D && D % world == 0;
   const double S = static_cast<double>(s.micro_batch) * (static_cast<double>(run.seq) / static_cast<double>(s.cp)) *
                    static_cast<double>(m.hidden) * run.options.beta_a / static_cast<double>(s.sigma());
   return 2 * static_cast<double>(s.vpp) * point_to_point(d, inside, S);

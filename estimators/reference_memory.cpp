@@ -107,7 +107,7 @@ Terms terms(const Model& m, const Run& run, const Cluster& cluster, const Strate
   const OutputActivation output = output_activation(m, run, s, t.n_cp, v_pad);
   t.k_out = output.kept;
   t.tr_logits = output.logits;
-  t.tr_cp = t.rules->cp_buffer(m, run, s, cluster.device.devices_per_node);
+  t.tr_cp = t.rules->cp_buffer(m, run, s, cluster.device.placement_domain());
   t.tr_ep = m.is_moe() ? ep_buffer_transient(m, run, s, t.n_cp) : 0;
 
   // The ends' parameters and states (§4.7, §4.8, §5.3).

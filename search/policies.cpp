@@ -47,7 +47,7 @@ std::uint32_t policy_reads(Policy p) {
 }
 
 bool policy_holds(Policy p, const Model& m, const Run& run, const Cluster& c, const Strategy& s) {
-  const std::int64_t D = c.device.devices_per_node;
+  const std::int64_t D = c.device.placement_domain();
   switch (p) {
     case Policy::tp_in_node: return s.tp <= D && D % s.tp == 0;
     case Policy::tpcp_in_node: return s.tp * s.cp <= D && D % (s.tp * s.cp) == 0;

@@ -84,7 +84,7 @@ void SearchSpace::for_each(const std::array<std::int64_t, 3>& triple, TripleWalk
       if (!allowed(pins.cp_algo, algo)) continue;
       s.cp_algo = algo;
       s.cp_u = algo == CpAlgo::ulysses  ? d.cp
-               : algo == CpAlgo::hybrid ? hybrid_ulysses_degree(*model, s, cluster->device.devices_per_node,
+               : algo == CpAlgo::hybrid ? hybrid_ulysses_degree(*model, s, cluster->device.placement_domain(),
                                                                 policies.enabled(Policy::ulysses_kv_divisible))
                                         : 1;
       if (walk.enter(algo_level, d.all_passes * d.below_pass)) continue;

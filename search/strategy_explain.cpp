@@ -37,7 +37,7 @@ bool canonicalise(Strategy& x, const SearchSpace& space, bool vpp_changed) {
   } else {
     if (x.cp_algo == CpAlgo::none) x.cp_algo = CpAlgo::ring;
     x.cp_u = x.cp_algo == CpAlgo::ulysses  ? x.cp
-             : x.cp_algo == CpAlgo::hybrid ? hybrid_ulysses_degree(m, x, space.cluster->device.devices_per_node,
+             : x.cp_algo == CpAlgo::hybrid ? hybrid_ulysses_degree(m, x, space.cluster->device.placement_domain(),
                                                                    space.policies.enabled(Policy::ulysses_kv_divisible))
                                            : 1;
   }

@@ -93,7 +93,7 @@ SideTerms side_terms(const Model& m, const Run& run, const Device& dev, const St
   t.k_out = output.kept;
   t.tr_logits = output.logits;
   // The CP and EP buffers are the same on every stage that holds layers (MoE layers for EP).
-  t.tr_cp = rules.cp_buffer(m, run, s, dev.devices_per_node);
+  t.tr_cp = rules.cp_buffer(m, run, s, dev.placement_domain());
   t.tr_ep = m.is_moe() ? ep_buffer_transient(m, run, s, n_cp) : 0;
   t.mtp_ffn = m.layer_ffn.empty() ? FfnKind::dense : m.layer_ffn.back();
   t.mtp_kind = t.mtp_ffn == FfnKind::moe ? 1 : 0;

@@ -6,6 +6,7 @@
 #include "engine/input_error.hpp"
 #include "engine/presets.hpp"
 #include "engine/run_config.hpp"
+#include "estimators/collectives.hpp"
 #include "estimators/layer_time.hpp"
 #include "test_support.hpp"
 
@@ -69,6 +70,27 @@ TEST_CASE("every device of cli.md is bundled, with devices.md's figures") {
   CHECK(gb200.intra_bandwidth * 2 == 1.8e12);
 }
 
+TEST_CASE("NVL72: a job's groups of up to 64 stay on NVLink, its segment of a rack") {
+  // A group of 64 consecutive ranks (EP 64) does not divide the rack's 72, but a job runs 64 per
+  // rack (domain_segment): inside the domain, at NVLink's η_intra·B_intra, 0.70 · 900 GB/s.
+  const Device gb200 = load_device("gb200-186gb");
+  CHECK(gb200.domain_segment == 64);
+  CHECK(gb200.placement_domain() == 64);
+  const Group ep = make_group(gb200, 1, 64);
+  CHECK(ep.inside_node);
+  CHECK(ep.ring_bandwidth == doctest::Approx(0.70 * 900e9));
+  // A group across racks (stride 64, one rank per rack) leaves each through its own NIC.
+  const Group across = make_group(gb200, 64, 4);
+  CHECK_FALSE(across.inside_node);
+  CHECK(across.per_node == 1);
+  CHECK(across.ring_bandwidth == doctest::Approx(0.90 * 50e9));
+  // Eight-GPU nodes place groups on the node, as before.
+  const Device h100 = load_device("h100-80gb");
+  CHECK(h100.placement_domain() == 8);
+  CHECK_FALSE(make_group(h100, 1, 64).inside_node);
+  CHECK(make_group(h100, 1, 64).per_node == 8);
+}
+
 TEST_CASE("a device YAML starts from a preset and overrides fields") {
   const Device d = load_device(test::data_path("devices/h100-lowfrag.yaml"));
   CHECK(d.name == "h100-lowfrag");
@@ -96,6 +118,9 @@ TEST_CASE("bad device input") {
   CHECK(e.find("unknown device preset 'h100'") != std::string::npos);
   CHECK(e.find("did you mean h100-80gb, h100-96gb") != std::string::npos);
   CHECK(error_of([] { make_cluster("h100-80gb", 0); }).find("--devices") != std::string::npos);
+  CHECK(error_of([] {
+          load_device(test::data_path("bad/device-segment.yaml"));
+        }).find("field 'domain_segment': expected 1 to devices_per_node (8), got 16") != std::string::npos);
 }
 
 TEST_CASE("FP8 linears: the GEMM speedup of the scaling recipe, from the framework profile") {
