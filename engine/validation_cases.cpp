@@ -298,6 +298,11 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
     vc.run.options.te_cross_entropy = true;
     notes.push_back("source Megatron-Bridge -> Transformer Engine fused cross-entropy");
   }
+  // And a pipeline split that gives the embedding and the loss a layer slot each (Megatron's
+  // --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split;
+  // memory-model.md §5.1), e.g. "pipeline split counts the embedding and the loss".
+  if (clause_states(other, {"pipeline split", "embedding"})) vc.run.options.account_embedding = true;
+  if (clause_states(other, {"pipeline split", "loss"})) vc.run.options.account_loss = true;
   // And Megatron's precision-aware optimizer (--use-precision-aware-optimizer; Megatron-Bridge's
   // use_precision_aware_optimizer), which steps on the gradients' own dtype.
   if (clause_states(other, {"precision-aware optimizer"})) vc.run.options.precision_aware_optimizer = true;

@@ -174,6 +174,20 @@ TEST_CASE("Megatron's precision-aware optimizer steps on the bf16 gradients with
   CHECK_BYTES(step(cases[1]), 1'397'786'624.0);
 }
 
+TEST_CASE("validate: a pipeline split that counts the embedding and the loss gives each a slot") {
+  // Eight layers in 2 x 5 virtual stages need the embedding's and the loss's slots (rule H12):
+  // rank 0 holds the embedding's virtual stage and four one-layer ones, rank 1 four and the loss's.
+  const auto cases = load_validation_cases(test::data_path("validation/pipeline-split.yaml"));
+  REQUIRE(cases.size() == 1);
+  const ValidationCase& v = cases[0];
+  CHECK(v.run.options.account_embedding);
+  CHECK(v.run.options.account_loss);
+  const MemoryReport r = reference_memory(v.model, v.run, v.cluster, v.strategy);
+  REQUIRE(r.stages.size() == 2);
+  CHECK(r.stages[0].layers == 4);
+  CHECK(r.stages[1].layers == 4);
+}
+
 TEST_CASE("torchtitan per-op SAC on an MoE layer keeps the topk and the all-to-all outputs, not the experts'") {
   // Qwen3-30B-A3B (h 2048, 32 heads, 4 KV heads of 128, top-8 of 128 experts, no shared expert),
   // tp 1: block input 2·2048 = 4,096; wq 2·4096, wv 2·512, attention output 2·4096 and its fp32
