@@ -5,6 +5,7 @@
 #include "estimators/collectives.hpp"
 #include "estimators/fp8_casts.hpp"
 #include "estimators/layer_activations.hpp"
+#include "estimators/moe_routing_bytes.hpp"
 #include "estimators/rank_layout.hpp"
 
 namespace meshfit {
@@ -133,6 +134,14 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     const double t_e = bytes / (d.eta_hbm * d.hbm_bandwidth);
     t.forward += t_e;
     t.backward += 2 * t_e;
+  }
+
+  // An MoE layer's token routing (moe_routing_bytes.hpp), memory-bound too.
+  if (ffn == FfnKind::moe) {
+    const MoeRoutingBytes routing = moe_routing_bytes(m, run, s, rho);
+    const double tokens = b * seq / static_cast<double>(s.cp);
+    t.forward += routing.forward * tokens / (d.eta_hbm * d.hbm_bandwidth);
+    t.backward += routing.backward * tokens / (d.eta_hbm * d.hbm_bandwidth);
   }
 
   // Dynamic FP8 scaling's casts (fp8_casts.hpp), memory-bound like the elementwise ops.

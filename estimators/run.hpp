@@ -68,6 +68,9 @@ struct FrameworkProfile {
   // Memory-bound elementwise ops (norms, rotary, activation, residual; §7.3's option): off
   // means η_max absorbs them; otherwise HBM passes per byte of the census, eager and compiled.
   bool elementwise = false;
+  // An MoE layer's token routing (router, permutation, sort by expert, FP8 quantisation of the
+  // grouped GEMMs' operands) priced as HBM traffic (moe_routing_bytes.hpp): Megatron-Core's census.
+  bool moe_routing_traffic = false;
   double eager_elementwise_passes = 1.0;
   double compiled_elementwise_passes = 1.0;
   // The loss's HBM traffic per logit element of the rank's vocabulary shard, forward and backward

@@ -1,0 +1,65 @@
+#include "estimators/moe_routing_bytes.hpp"
+
+#include "estimators/layer_flops.hpp"
+
+namespace meshfit {
+
+// Megatron-Core's MoE layer, counted kernel by kernel from its code (Megatron-LM @d98e8a64dd,
+// megatron/core/transformer/moe/: router.py, moe_utils.py, token_dispatcher.py, experts.py) and
+// Transformer Engine's (@d0067d0da: pytorch/router.py, pytorch/permutation.py,
+// common/triton/permutation.py, module/grouped_linear.py, the quantizers), as the minimum bytes each
+// kernel reads and writes, per token of the layer's input (a rank's 1/σ of the sequence) and per
+// routed row it holds (k·ρ/tp of them per sequence token), with bf16 activations:
+//  - the router: its GEMM reads the input (h·β_a) and writes fp32 scores; forced balancing, the
+//    fused top-k and its saved copies: 47·E + 52·k bytes forward, 25·E + 48·k backward (fp32
+//    scores and probabilities, int32 and bool maps), its backward's fp32 input gradient 20·h;
+//  - the all-to-all dispatcher: the fused permute reads each token once and writes its k rows,
+//    the received rows are sorted by local expert and back (read and write), and unpermute reads
+//    the rows and writes the token: 3·h·β_a + 6·k·h·β_a each way (the all-to-all's own send and
+//    receive buffers move at the link's pace and are priced as communication, §7.5);
+//  - HybridEP's flex dispatcher permutes inside its dispatch kernels: 2·k·h·β_a of rows each way,
+//    and (2·EP + 5)·E bytes of routing metadata forward, 4·E backward;
+//  - the backward's gradient adds: 15·h·β_a per token in all (the router's fp32 input gradient,
+//    the two gradients of the layer input added, permute and unpermute's token-side halves).
+// The expert activation (SwiGLU) is elementwise traffic already (layer_time.cpp).
+MoeRoutingBytes moe_routing_bytes(const Model& m, const Run& run, const Strategy& s, double rho) {
+  MoeRoutingBytes b;
+  if (!run.profile.moe_routing_traffic || !m.is_moe()) return b;
+  const double ba = run.options.beta_a, h = static_cast<double>(m.hidden);
+  const double E = static_cast<double>(m.experts), k = static_cast<double>(m.top_k);
+  const double f = static_cast<double>(m.expert_ffn), n_up = m.gated ? 2 : 1;
+  const double tokens = 1 / static_cast<double>(s.sigma());  // the layer's input tokens on this rank
+  const double rows = routed_rows_per_token(m, s, rho);
+  const bool flex = run.options.ep_dispatch == EpDispatch::node_dedup && s.ep > 1;
+  const double ep = static_cast<double>(s.ep);
+  // Router and token-side permute/unpermute.
+  b.forward = tokens * (3 * h * ba + 52 * k + (flex ? (35 + 2 * ep) * E : 47 * E));
+  b.backward = tokens * (15 * h * ba + 48 * k + (flex ? 12 * E : 25 * E));
+  // Row-side permutation: the all-to-all dispatcher writes, sorts and unsorts and reads each row
+  // (6·h·β_a); HybridEP writes and reads it once (2·h·β_a).
+  const double row_bytes = (flex ? 2 : 6) * h * ba;
+  b.forward += rows * row_bytes;
+  b.backward += rows * row_bytes;
+  // Megatron's expert biases (gpt-oss): FC2's bias goes through the per-expert fp32 path
+  // (experts.py: t + b·p per expert, a cat and a cast), 28·h bytes per row forward, 40·h backward.
+  if (m.mlp_bias) {
+    b.forward += rows * 28 * h;
+    b.backward += rows * 40 * h;
+  }
+  // FP8 grouped GEMMs quantise each expert's split of their operands in kernels of their own
+  // (Transformer Engine's split quantisation; its norms cannot absorb them as they do a dense
+  // layer's): current scaling an amax pass, then a cast with its transpose, 6 bytes per element
+  // (quantizer.cpp, cast.cpp); MXFP8 one pass, 2 + 2·1 + 2/32 = 4.06 bytes. Forward: FC1's input
+  // (h) and FC2's (f); backward: FC2's output gradient (h) and FC1's (n_up·f). The all-to-all
+  // path also pads each expert's rows to the FP8 GEMM's multiple and unpads them, 8·h per row
+  // each way (experts.py, fp8_utils.py); HybridEP pads inside its dispatch.
+  if (run.options.fp8_linears) {
+    const double per = run.options.fp8_scaling == Fp8Scaling::mxfp8 ? 4 + 2.0 / 32 : 6;
+    const double pad = flex ? 0 : 8 * h;
+    b.forward += rows * (per * (h + f) + pad);
+    b.backward += rows * (per * (h + n_up * f) + pad);
+  }
+  return b;
+}
+
+}  // namespace meshfit

@@ -1,0 +1,71 @@
+// An MoE layer's routing traffic (moe_routing_bytes.hpp; search-and-time.md §7.3) against bytes
+// counted by hand from Megatron-Core's and Transformer Engine's kernels.
+#include <doctest/doctest.h>
+
+#include "estimator_fixture.hpp"
+#include "estimators/layer_time.hpp"
+#include "estimators/moe_routing_bytes.hpp"
+
+using namespace meshfit;
+using meshfit::test::make_case;
+
+namespace {
+
+// Qwen3-30B-A3B (h 2048, 128 experts, top 8, expert width 768) on 16 H100s, ep 16, TP 1, 4,096
+// tokens per micro-batch, under Megatron.
+test::Case qwen3(const std::string& framework = "megatron") {
+  return make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1", framework);
+}
+
+}  // namespace
+
+TEST_CASE("Megatron's all-to-all dispatcher: router, permute, sort by local expert and back, unpermute") {
+  const auto c = qwen3();
+  REQUIRE(c.run.profile.moe_routing_traffic);
+  const MoeRoutingBytes b = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
+  // Per token (TP 1: every token is the rank's), 8 routed rows of h = 2048 bf16 elements:
+  // forward 3·2048·2 (router input, permute input, unpermute output) + 52·8 + 47·128 (scores,
+  // top-k, maps) + 8·6·2048·2 (rows written, sorted, unsorted, read) = 215,328 bytes;
+  // backward 15·2048·2 + 48·8 + 25·128 + 8·6·2048·2 = 261,632 bytes.
+  CHECK(b.forward == doctest::Approx(215'328.0));
+  CHECK(b.backward == doctest::Approx(261'632.0));
+  // The layer's memory-bound time grows by those bytes over its 4,096 tokens at η_hbm·B_hbm.
+  auto off = c;
+  off.run.profile.moe_routing_traffic = false;
+  const LayerTime with = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  const LayerTime without = layer_time(off.model, off.run, off.cluster.device, off.strategy, FfnKind::moe);
+  const double bw = 0.80 * 3350e9;
+  CHECK(with.forward - without.forward == doctest::Approx(4096 * 215'328.0 / bw));
+  CHECK(with.backward - without.backward == doctest::Approx(4096 * 261'632.0 / bw));
+  // A dense layer routes nothing.
+  CHECK(layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense).forward ==
+        layer_time(off.model, off.run, off.cluster.device, off.strategy, FfnKind::dense).forward);
+}
+
+TEST_CASE("HybridEP permutes inside its dispatch; FP8 quantises each expert's operands") {
+  auto c = qwen3();
+  c.run.options.ep_dispatch = EpDispatch::node_dedup;
+  const MoeRoutingBytes flex = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
+  // Rows written and read once (8·2·2048·2) and (2·16 + 5)·128 bytes of its metadata beside the
+  // router's 30·128: forward 12,288 + 416 + 67·128 + 65,536 = 86,816; backward 61,440 + 384 +
+  // 12·128 + 65,536 = 128,896.
+  CHECK(flex.forward == doctest::Approx(86'816.0));
+  CHECK(flex.backward == doctest::Approx(128'896.0));
+  // FP8 current scaling with the all-to-all dispatcher: an amax pass and a cast with its transpose
+  // (6 bytes per element) of FC1's input (2048) and FC2's (768) per row forward, of FC2's output
+  // gradient (2048) and FC1's (2·768) backward, and the rows padded and unpadded (8·2048) each way:
+  // 8·(6·2816 + 16,384) = 266,240 more forward, 8·(6·3584 + 16,384) = 303,104 backward.
+  auto fp8 = qwen3();
+  fp8.run.options.fp8_linears = true;
+  const MoeRoutingBytes q = moe_routing_bytes(fp8.model, fp8.run, fp8.strategy, 1.0);
+  CHECK(q.forward == doctest::Approx(215'328.0 + 266'240.0));
+  CHECK(q.backward == doctest::Approx(261'632.0 + 303'104.0));
+}
+
+TEST_CASE("profiles without a routing census price none") {
+  const auto c = qwen3("torchtitan");
+  CHECK_FALSE(c.run.profile.moe_routing_traffic);
+  const MoeRoutingBytes b = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
+  CHECK(b.forward == 0);
+  CHECK(b.backward == 0);
+}
