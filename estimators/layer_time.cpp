@@ -309,7 +309,12 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
       forward +=
           all_gather(etp, static_cast<double>(s.etp) * S_d) + reduce_scatter(etp, static_cast<double>(s.etp) * S_d);
     }
-    forward *= 1 - o.ep_overlap;  // §7.6: ω_ep hidden
+    // §7.6: ω_ep of it hidden, but no more than the compute it runs beside: Megatron's
+    // overlap_moe_expert_parallel_comm pairs one micro-batch's forward of the layer with another's
+    // backward, so the two directions' all-to-alls (2·forward) hide behind the layer's forward
+    // and backward compute, and what they exceed it by stays exposed.
+    const double hidden = std::min(o.ep_overlap * 2 * forward, t.forward + t.backward);
+    forward -= hidden / 2;
     // The V pairs each chunk's comm with the other's compute (unless dualpipe_overlap is off).
     if (s.schedule == Schedule::dualpipev && o.dualpipe_overlap) forward = 0;
     t.ep_forward = forward;

@@ -147,13 +147,23 @@ TEST_CASE("overlap switches of §7.6 expose what they say") {
   REQUIRE(r0.comm_tp > 0);
   REQUIRE(r0.comm_ep > 0);
   REQUIRE(r0.comm_pp > 0);
-  {  // ω_tp = 0.25 and ω_ep = 1: three quarters of TP, none of EP.
+  {  // ω_tp = 0.25 and ω_ep = 1: three quarters of TP, none of EP (its compute outlasts it).
     auto c = base;
     c.run.options.tp_overlap = 0.25;
     c.run.options.ep_overlap = 1;
     const TimeReport r = timing(c);
     CHECK(r.comm_tp == doctest::Approx(0.75 * r0.comm_tp).epsilon(1e-12));
     CHECK(r.comm_ep == 0);
+  }
+  {  // EP overlap hides no more than the layer's compute: 2·C of all-to-alls (both directions)
+     // beside F + B of compute leave 2·C − min(ω_ep·2·C, F + B) exposed, here 2·C − (F + B).
+    auto c = make_case("qwen3-30b-a3b", 64, 4096, 256, "dp=64,ep=64,zero=1,mbs=1");
+    const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+    c.run.options.ep_overlap = 1;
+    const LayerTime hidden = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+    REQUIRE(plain.ep > plain.forward + plain.backward);  // 64 ranks over 8 nodes: the NICs bound
+    CHECK(hidden.ep == doctest::Approx(plain.ep - (plain.forward + plain.backward)));
+    CHECK(hidden.ep_forward == doctest::Approx(hidden.ep / 2));
   }
   {  // Megatron's overlap_p2p_comm: no PP hop exposed.
     auto c = base;
