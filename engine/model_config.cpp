@@ -34,7 +34,7 @@ struct Sourced {
 struct Draft {
   Sourced<std::int64_t> h, L, a, n_kv, d_h, V, f, P_pos;
   Sourced<bool> gated, qkv_bias, o_bias, mlp_bias, qk_norm, tie, router_bias, shared_gate;
-  Sourced<bool> qk_norm_full, sinks, norm_bias;
+  Sourced<bool> qk_norm_full, sinks, norm_bias, clamped_swiglu;
   Sourced<std::int64_t> norms_per_layer, window;
   // Which layers attend within `window`: layer_types as the config lists them, else every layer
   // but each full_every-th (transformers' default pattern of the family; 0: none windowed).
@@ -306,6 +306,8 @@ void read_newer_llama_family(const std::string& type, const Fields& c, Draft& d)
     d.mlp_bias.set(true, "model_type");
     d.router_bias.set(true, "model_type");
     d.sinks.set(true, "model_type");
+    // Its experts clamp the gate and up projections (swiglu_limit, 7.0) before their activation.
+    d.clamped_swiglu.set(c.optional_number("swiglu_limit", 0, 1e6).value_or(7.0) > 0, "swiglu_limit");
     d.moe_every_layer = true;
     read_windows(c, d, 2);
   }
@@ -563,6 +565,7 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
   m.norm_bias = d.norm_bias.value.value_or(true);
   m.norms_per_layer = d.norms_per_layer.value.value_or(2);
   m.attention_sinks = d.sinks.value.value_or(false);
+  m.clamped_swiglu = d.clamped_swiglu.value.value_or(false);
   m.tie = d.tie.value.value_or(false);
   m.positions = d.P_pos.value.value_or(0);
   m.router_bias = d.router_bias.value.value_or(false);

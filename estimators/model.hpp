@@ -43,6 +43,8 @@ struct Model {
   bool norm_bias = true;  // a LayerNorm's bias (Cohere's LayerNorm has none)
   // gpt-oss: one learned sink logit per query head and layer (modeling_gpt_oss.py, `sinks`).
   bool attention_sinks = false;
+  // gpt-oss: its experts clamp the gate and up projections before the activation (swiglu_limit).
+  bool clamped_swiglu = false;
   // Per body layer, the keys a query attends at most: a sliding window (Mistral, Gemma 2/3,
   // Cohere 2, gpt-oss); 0 = every key before it. Empty: all 0.
   std::vector<std::int64_t> layer_window;

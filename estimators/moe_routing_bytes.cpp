@@ -46,6 +46,12 @@ MoeRoutingBytes moe_routing_bytes(const Model& m, const Run& run, const Strategy
     b.forward += rows * 28 * h;
     b.backward += rows * 40 * h;
   }
+  // gpt-oss's clamped activation: two eager clamps and a cat before the compiled kernel
+  // (fused_bias_geglu.py), 16·f bytes per row forward beyond the activation's own, 18·f backward.
+  if (m.clamped_swiglu) {
+    b.forward += rows * 16 * f;
+    b.backward += rows * 18 * f;
+  }
   // FP8 grouped GEMMs quantise each expert's split of their operands in kernels of their own
   // (Transformer Engine's split quantisation; its norms cannot absorb them as they do a dense
   // layer's): current scaling an amax pass, then a cast with its transpose, 6 bytes per element

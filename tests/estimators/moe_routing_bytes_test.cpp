@@ -5,6 +5,7 @@
 #include "estimator_fixture.hpp"
 #include "estimators/layer_time.hpp"
 #include "estimators/moe_routing_bytes.hpp"
+#include "test_support.hpp"
 
 using namespace meshfit;
 using meshfit::test::make_case;
@@ -60,6 +61,20 @@ TEST_CASE("HybridEP permutes inside its dispatch; FP8 quantises each expert's op
   const MoeRoutingBytes q = moe_routing_bytes(fp8.model, fp8.run, fp8.strategy, 1.0);
   CHECK(q.forward == doctest::Approx(215'328.0 + 266'240.0));
   CHECK(q.backward == doctest::Approx(261'632.0 + 303'104.0));
+}
+
+TEST_CASE("gpt-oss under Megatron: its experts' bias path and clamped activation move more") {
+  // gpt-oss-120b (h 2880, 128 experts, top 4, width 2880; biased experts, swiglu_limit 7) at TP 1,
+  // ep 8: 4 rows per token. The all-to-all dispatcher's 3·2880·2 + 52·4 + 47·128 + 4·6·2880·2 =
+  // 161,744 bytes forward, plus FC2's per-expert fp32 bias path 4·28·2880 = 322,560 and the clamps
+  // 4·16·2880 = 184,320: 668,624. Backward 15·2880·2 + 48·4 + 25·128 + 138,240 = 228,032, plus
+  // 4·40·2880 = 460,800 and 4·18·2880 = 207,360: 896,192.
+  const auto c = make_case(test::data_path("models/gpt-oss-120b.json"), 64, 4096, 1280, "dp=64,ep=8,zero=1,mbs=1");
+  REQUIRE(c.model.mlp_bias);
+  REQUIRE(c.model.clamped_swiglu);
+  const MoeRoutingBytes b = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
+  CHECK(b.forward == doctest::Approx(668'624.0));
+  CHECK(b.backward == doctest::Approx(896'192.0));
 }
 
 TEST_CASE("profiles without a routing census price none") {
