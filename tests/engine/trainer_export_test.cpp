@@ -130,27 +130,30 @@ TEST_CASE("export: what a trainer cannot express is an error that says why (exit
   CHECK(has(unknown.err, "--to"));
 }
 
+namespace {
+// Llama-3.1-8B's Megatron-LM arguments on 8 devices, with a run-options file ("" for none).
+auto megatron_llama8b(const std::string& run_options) {
+  auto args = export_args("llama-3.1-8b", "8", "4096", "64", "megatron", "tp=1,zero=1,mbs=1");
+  if (!run_options.empty()) args.insert(args.end(), {"--run-options", data_path("run-options/" + run_options)});
+  return run(args);
+}
+}  // namespace
+
 TEST_CASE("export: Megatron-LM arguments say they run the unfused loss the estimate did not take") {
   // Megatron-LM's arguments.py rejects --cross-entropy-fusion-impl te (June 2026): the arguments
   // leave it out and the export says so on stderr.
-  auto args = export_args("llama-3.1-8b", "8", "4096", "64", "megatron", "tp=1,zero=1,mbs=1");
-  args.insert(args.end(), {"--run-options", data_path("run-options/te-cross-entropy.yaml")});
-  const auto r = run(args);
+  const auto r = megatron_llama8b("te-cross-entropy.yaml");
   CHECK(r.code == 0);
   CHECK_FALSE(has(r.out, "cross-entropy"));
   CHECK(has(r.err, "Transformer Engine's fused cross-entropy"));
-  const auto plain = run(export_args("llama-3.1-8b", "8", "4096", "64", "megatron", "tp=1,zero=1,mbs=1"));
-  CHECK_FALSE(has(plain.err, "cross-entropy"));
+  CHECK_FALSE(has(megatron_llama8b("").err, "cross-entropy"));
 }
 
 TEST_CASE("export: the precision-aware optimizer the estimate took is a Megatron-LM argument") {
-  auto args = export_args("llama-3.1-8b", "8", "4096", "64", "megatron", "tp=1,zero=1,mbs=1");
-  args.insert(args.end(), {"--run-options", data_path("run-options/precision-aware-optimizer.yaml")});
-  const auto r = run(args);
+  const auto r = megatron_llama8b("precision-aware-optimizer.yaml");
   CHECK(r.code == 0);
   CHECK(has(r.out, "--use-precision-aware-optimizer"));
-  const auto plain = run(export_args("llama-3.1-8b", "8", "4096", "64", "megatron", "tp=1,zero=1,mbs=1"));
-  CHECK_FALSE(has(plain.out, "precision-aware"));
+  CHECK_FALSE(has(megatron_llama8b("").out, "precision-aware"));
 }
 
 TEST_CASE("export: a train YAML without parallel_config names the file and the field") {
