@@ -87,7 +87,12 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.eta_core = f.optional_number("eta_core", 1e-3, 10).value_or(1);
   p.cp_core_scale = f.optional_number("cp_core_scale", 1e-3, 10).value_or(1);
   p.elementwise = f.optional_bool("elementwise").value_or(false);
-  p.moe_routing_traffic = f.optional_bool("moe_routing_traffic").value_or(false);
+  const std::string routing = f.optional_string("moe_routing").value_or("none");
+  if (routing != "none" && routing != "megatron" && routing != "torchtitan")
+    f.fail("moe_routing", "none, megatron or torchtitan");
+  p.moe_routing = routing == "megatron"     ? MoeRouting::megatron
+                  : routing == "torchtitan" ? MoeRouting::torchtitan
+                                            : MoeRouting::none;
   p.eager_elementwise_passes = f.optional_number("eager_elementwise_passes", 0, 100).value_or(1);
   p.compiled_elementwise_passes = f.optional_number("compiled_elementwise_passes", 0, 100).value_or(1);
   p.loss_bytes_forward = f.optional_number("loss_bytes_forward", 0, 1000).value_or(0);

@@ -137,11 +137,13 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   }
 
   // An MoE layer's token routing (moe_routing_bytes.hpp), memory-bound too.
+  double routing_sac = 0;  // what torchtitan's per-op SAC reruns of it
   if (ffn == FfnKind::moe) {
     const MoeRoutingBytes routing = moe_routing_bytes(m, run, s, rho);
     const double tokens = b * seq / static_cast<double>(s.cp);
     t.forward += routing.forward * tokens / (d.eta_hbm * d.hbm_bandwidth);
     t.backward += routing.backward * tokens / (d.eta_hbm * d.hbm_bandwidth);
+    routing_sac = routing.sac_recompute * tokens / (d.eta_hbm * d.hbm_bandwidth);
   }
 
   // Dynamic FP8 scaling's casts (fp8_casts.hpp), memory-bound like the elementwise ops.
@@ -156,7 +158,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   if (run.options.selective_policy == SelectivePolicy::torchtitan_op_sac && ffn == FfnKind::moe) {
     // torchtitan's op SAC on an MoE layer: every other attention matmul, every routed expert's
     // grouped GEMM (not in its save list), every other shared-expert matmul (activation_census.cpp).
-    t.recompute[sel] = 0.5 * att_proj_f + ffn_proj_f + 0.5 * shared_f;
+    t.recompute[sel] = 0.5 * att_proj_f + ffn_proj_f + 0.5 * shared_f + routing_sac;
   } else if (runs_hyperparallel(run, sw)) {
     t.recompute[sel] = 0.5 * att_proj_f + 0.5 * ffn_proj_f;  // every other matmul; core outputs saved
   } else {

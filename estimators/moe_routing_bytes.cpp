@@ -4,6 +4,8 @@
 
 namespace meshfit {
 
+namespace {
+
 // Megatron-Core's MoE layer, counted kernel by kernel from its code (Megatron-LM @d98e8a64dd,
 // megatron/core/transformer/moe/: router.py, moe_utils.py, token_dispatcher.py, experts.py) and
 // Transformer Engine's (@d0067d0da: pytorch/router.py, pytorch/permutation.py,
@@ -22,9 +24,8 @@ namespace meshfit {
 //  - the backward's gradient adds: 15·h·β_a per token in all (the router's fp32 input gradient,
 //    the two gradients of the layer input added, permute and unpermute's token-side halves).
 // The expert activation (SwiGLU) is elementwise traffic already (layer_time.cpp).
-MoeRoutingBytes moe_routing_bytes(const Model& m, const Run& run, const Strategy& s, double rho) {
+MoeRoutingBytes megatron_routing(const Model& m, const Run& run, const Strategy& s, double rho) {
   MoeRoutingBytes b;
-  if (!run.profile.moe_routing_traffic || !m.is_moe()) return b;
   const double ba = run.options.beta_a, h = static_cast<double>(m.hidden);
   const double E = static_cast<double>(m.experts), k = static_cast<double>(m.top_k);
   const double f = static_cast<double>(m.expert_ffn), n_up = m.gated ? 2 : 1;
@@ -66,6 +67,52 @@ MoeRoutingBytes moe_routing_bytes(const Model& m, const Run& run, const Strategy
     b.backward += rows * (per * (h + n_up * f) + pad);
   }
   return b;
+}
+
+// torchtitan's MoE layer (torchtitan @b5bcd76c6: models/common/moe.py, token_dispatcher.py,
+// ops/scatter_add.py, distributed/activation_checkpoint.py), counted the same way, per token of
+// the layer's input and per routed row, bf16:
+//  - eager forward: the router in fp32 (a cast, softmax or sigmoid, the expert bias, top-k:
+//    16·h + 22·E per token with the zero-fill of the combine), the tokens sorted by expert (a
+//    stable int64 argsort, about 650 bytes of index traffic per row with the rest of the index
+//    arithmetic), the gather into expert order, _permute's gather, _unpermute's index_put, the
+//    scores applied in fp32 (three kernels) and the deterministic scatter-add: 34·h per row;
+//  - eager backward: 60·h per row (the gathers' and index_puts' backward as zero-fill and
+//    sort-based accumulation, the fp32 weighting's five kernels, the w1/w3 input-gradient add),
+//    18·h + 16·E per token, 550 bytes of index traffic per row;
+//  - compiled: Inductor fuses the weighting and the index arithmetic (the sort and the
+//    scatter-add stay aten and custom ops): 18·h per row forward and 20·h backward, 16·h + 18·E
+//    and 12·h + 16·E per token, 500 and 100 bytes of indices per row;
+//  - per-op SAC reruns in the backward: eager, the whole MoE forward but the saved top-k (its 4·E);
+//    compiled, the re-gather from the saved all-to-all output (4·h per row), the argsort and the
+//    router (6·h + 8·E per token, 300 bytes per row).
+MoeRoutingBytes torchtitan_routing(const Model& m, const Run& run, const Strategy& s, double rho) {
+  MoeRoutingBytes b;
+  const double h = static_cast<double>(m.hidden), E = static_cast<double>(m.experts);
+  const double tokens = 1 / static_cast<double>(s.sigma());
+  const double rows = routed_rows_per_token(m, s, rho);
+  if (run.options.torch_compile) {
+    b.forward = rows * (18 * h + 500) + tokens * (16 * h + 18 * E);
+    b.backward = rows * (20 * h + 100) + tokens * (12 * h + 16 * E);
+    b.sac_recompute = rows * (4 * h + 300) + tokens * (6 * h + 8 * E);
+  } else {
+    b.forward = rows * (34 * h + 650) + tokens * (16 * h + 22 * E);
+    b.backward = rows * (60 * h + 550) + tokens * (18 * h + 16 * E);
+    b.sac_recompute = b.forward - tokens * 4 * E;
+  }
+  return b;
+}
+
+}  // namespace
+
+MoeRoutingBytes moe_routing_bytes(const Model& m, const Run& run, const Strategy& s, double rho) {
+  if (!m.is_moe()) return {};
+  switch (run.profile.moe_routing) {
+    case MoeRouting::megatron: return megatron_routing(m, run, s, rho);
+    case MoeRouting::torchtitan: return torchtitan_routing(m, run, s, rho);
+    case MoeRouting::none: break;
+  }
+  return {};
 }
 
 }  // namespace meshfit

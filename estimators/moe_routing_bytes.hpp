@@ -14,12 +14,13 @@ namespace meshfit {
 
 struct MoeRoutingBytes {
   double forward = 0, backward = 0;
+  double sac_recompute = 0;  // what torchtitan's per-op SAC runs again in the backward
 };
 
 // Bytes one device moves per token of the micro-batch's b·s/cp sequence tokens, for one MoE
 // layer, beyond the expert activation already priced as elementwise traffic: 0 unless the
-// framework profile prices its routing (FrameworkProfile::moe_routing_traffic). `rho` is ρ_e,
-// the busiest rank's routed-token load (§7.2).
+// framework profile names its routing kernels (FrameworkProfile::moe_routing). `rho` is ρ_e, the
+// busiest rank's routed-token load (§7.2).
 MoeRoutingBytes moe_routing_bytes(const Model& m, const Run& run, const Strategy& s, double rho);
 
 }  // namespace meshfit

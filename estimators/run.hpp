@@ -39,6 +39,9 @@ enum class ExpertRule : std::uint8_t { megatron, torchtitan };
 // torchao's float8 training kernels (fp8_casts.hpp).
 enum class Fp8Casts : std::uint8_t { none, torchao };
 
+// Whose MoE routing kernels a framework runs, for their HBM traffic (moe_routing_bytes.hpp).
+enum class MoeRouting : std::uint8_t { none, megatron, torchtitan };
+
 // Defaults a framework imposes (§2.6); any of them can be overridden by an explicit run field.
 struct FrameworkProfile {
   Framework framework = Framework::megatron;
@@ -69,8 +72,9 @@ struct FrameworkProfile {
   // means η_max absorbs them; otherwise HBM passes per byte of the census, eager and compiled.
   bool elementwise = false;
   // An MoE layer's token routing (router, permutation, sort by expert, FP8 quantisation of the
-  // grouped GEMMs' operands) priced as HBM traffic (moe_routing_bytes.hpp): Megatron-Core's census.
-  bool moe_routing_traffic = false;
+  // grouped GEMMs' operands) priced as HBM traffic from the framework's own kernels
+  // (moe_routing_bytes.hpp): Megatron-Core's census, torchtitan's, or none.
+  MoeRouting moe_routing = MoeRouting::none;
   double eager_elementwise_passes = 1.0;
   double compiled_elementwise_passes = 1.0;
   // The loss's HBM traffic per logit element of the rank's vocabulary shard, forward and backward

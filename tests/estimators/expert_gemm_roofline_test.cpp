@@ -18,7 +18,7 @@ test::Case qwen3(std::int64_t seq) {
   auto c = make_case("qwen3-30b-a3b", 16, seq, 16, "dp=16,ep=16,zero=1,mbs=1,recompute=none");
   c.run.options.moe_imbalance = 1.0;
   c.run.profile.elementwise = false;  // the layer's HBM time is then the experts' alone
-  c.run.profile.moe_routing_traffic = false;
+  c.run.profile.moe_routing = MoeRouting::none;
   return c;
 }
 

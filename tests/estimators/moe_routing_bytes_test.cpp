@@ -22,7 +22,7 @@ test::Case qwen3(const std::string& framework = "megatron") {
 
 TEST_CASE("Megatron's all-to-all dispatcher: router, permute, sort by local expert and back, unpermute") {
   const auto c = qwen3();
-  REQUIRE(c.run.profile.moe_routing_traffic);
+  REQUIRE(c.run.profile.moe_routing == MoeRouting::megatron);
   const MoeRoutingBytes b = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
   // Per token (TP 1: every token is the rank's), 8 routed rows of h = 2048 bf16 elements:
   // forward 3·2048·2 (router input, permute input, unpermute output) + 52·8 + 47·128 (scores,
@@ -32,7 +32,7 @@ TEST_CASE("Megatron's all-to-all dispatcher: router, permute, sort by local expe
   CHECK(b.backward == doctest::Approx(261'632.0));
   // The layer's memory-bound time grows by those bytes over its 4,096 tokens at η_hbm·B_hbm.
   auto off = c;
-  off.run.profile.moe_routing_traffic = false;
+  off.run.profile.moe_routing = MoeRouting::none;
   const LayerTime with = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   const LayerTime without = layer_time(off.model, off.run, off.cluster.device, off.strategy, FfnKind::moe);
   const double bw = 0.80 * 3350e9;
@@ -77,9 +77,30 @@ TEST_CASE("gpt-oss under Megatron: its experts' bias path and clamped activation
   CHECK(b.backward == doctest::Approx(896'192.0));
 }
 
+TEST_CASE("torchtitan's routing: its argsort, gathers, index_puts and fp32 weighting, eager or compiled") {
+  // The same Qwen3-30B-A3B layout under torchtitan: 8 rows per token, h 2048, E 128.
+  auto c = qwen3("torchtitan");
+  REQUIRE(c.run.profile.moe_routing == MoeRouting::torchtitan);
+  c.run.options.torch_compile = false;
+  const MoeRoutingBytes eager = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
+  // Eager: 8·(34·2048 + 650) + 16·2048 + 22·128 = 597,840 forward; 8·(60·2048 + 550) + 18·2048 +
+  // 16·128 = 1,026,352 backward; per-op SAC reruns the forward but its saved top-k (4·128).
+  CHECK(eager.forward == doctest::Approx(597'840.0));
+  CHECK(eager.backward == doctest::Approx(1'026'352.0));
+  CHECK(eager.sac_recompute == doctest::Approx(597'840.0 - 512.0));
+  c.run.options.torch_compile = true;
+  const MoeRoutingBytes compiled = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
+  // Compiled: 8·(18·2048 + 500) + 16·2048 + 18·128 = 333,984; 8·(20·2048 + 100) + 12·2048 +
+  // 16·128 = 355,104; SAC reruns the re-gather, the argsort and the router: 8·(4·2048 + 300) +
+  // 6·2048 + 8·128 = 81,248.
+  CHECK(compiled.forward == doctest::Approx(333'984.0));
+  CHECK(compiled.backward == doctest::Approx(355'104.0));
+  CHECK(compiled.sac_recompute == doctest::Approx(81'248.0));
+}
+
 TEST_CASE("profiles without a routing census price none") {
-  const auto c = qwen3("torchtitan");
-  CHECK_FALSE(c.run.profile.moe_routing_traffic);
+  const auto c = qwen3("deepspeed");
+  CHECK(c.run.profile.moe_routing == MoeRouting::none);
   const MoeRoutingBytes b = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
   CHECK(b.forward == 0);
   CHECK(b.backward == 0);

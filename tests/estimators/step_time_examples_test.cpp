@@ -27,7 +27,7 @@ void neutral_kernels(Run& run) {
   run.profile.eta_core = 1;
   run.profile.cp_core_scale = 1;
   run.profile.elementwise = false;
-  run.profile.moe_routing_traffic = false;
+  run.profile.moe_routing = MoeRouting::none;
   run.profile.loss_bytes_forward = run.profile.loss_bytes_backward = 0;
   run.profile.loss_parallel_bytes_forward = run.profile.loss_parallel_bytes_backward = 0;
   run.profile.unfused_score_bytes_forward = run.profile.unfused_score_bytes_backward = 0;
