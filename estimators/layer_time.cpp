@@ -76,7 +76,9 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   const RunOptions& o = run.options;
   const KernelScales eta = kernel_scales(run, s);
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
-  const double shards = static_cast<double>(s.tp * s.cp);  // §7.3: every op split over tp·cp
+  const double shards = static_cast<double>(s.tp * s.cp);     // §7.3: every op split over tp·cp
+  const double tokens = b * seq / static_cast<double>(s.cp);  // the micro-batch's, on this rank
+  const double hbm = d.eta_hbm * d.hbm_bandwidth;             // memory-bound work's rate
   double att_proj_f = 0, ffn_proj_f = 0, up_f = 0, shared_f = 0;
   int routed_ops = 0, ffn_pair_ops = 0;
   bool after_core = false;
@@ -92,16 +94,15 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     double f = kernel_time(d, core ? eta.core : eta.linear, F);
     if (ffn == FfnKind::moe && op.role == OpRole::ffn_proj) {
       // The routed experts' grouped GEMMs (up, then down): each also reads its experts' weights.
-      f = std::max(f, expert_gemm_bytes(m, run, s, routed_ops++ == 0, rho) / (d.eta_hbm * d.hbm_bandwidth));
+      f = std::max(f, expert_gemm_bytes(m, run, s, routed_ops++ == 0, rho) / hbm);
     }
     if (core) {
       // ... and the scores pass through HBM: the profile's bytes per score element, over the
       // rank's (a/tp)·(s/cp)·s elements per sequence (§7.3).
       const double scores =
           b * static_cast<double>(m.heads) / static_cast<double>(s.tp) * seq * seq / static_cast<double>(s.cp);
-      const double bw = d.eta_hbm * d.hbm_bandwidth;
-      const double score_f = run.flash_attention ? 0 : scores * run.profile.unfused_score_bytes_forward / bw;
-      const double score_b = run.flash_attention ? 0 : scores * run.profile.unfused_score_bytes_backward / bw;
+      const double score_f = run.flash_attention ? 0 : scores * run.profile.unfused_score_bytes_forward / hbm;
+      const double score_b = run.flash_attention ? 0 : scores * run.profile.unfused_score_bytes_backward / hbm;
       f += score_f;
       t.core_forward = f;
       t.backward += kernel_time(d, eta.core, core_backward_ratio(run) * F) + score_b;
@@ -130,8 +131,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   if (run.profile.elementwise) {
     const double passes =
         o.torch_compile ? run.profile.compiled_elementwise_passes : run.profile.eager_elementwise_passes;
-    const double bytes = elementwise_bytes(m, run, s, ffn, rho) * b * seq / static_cast<double>(s.cp) * passes;
-    const double t_e = bytes / (d.eta_hbm * d.hbm_bandwidth);
+    const double t_e = elementwise_bytes(m, run, s, ffn, rho) * tokens * passes / hbm;
     t.forward += t_e;
     t.backward += 2 * t_e;
   }
@@ -140,16 +140,15 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   double routing_sac = 0;  // what torchtitan's per-op SAC reruns of it
   if (ffn == FfnKind::moe) {
     const MoeRoutingBytes routing = moe_routing_bytes(m, run, s, rho);
-    const double tokens = b * seq / static_cast<double>(s.cp);
-    t.forward += routing.forward * tokens / (d.eta_hbm * d.hbm_bandwidth);
-    t.backward += routing.backward * tokens / (d.eta_hbm * d.hbm_bandwidth);
-    routing_sac = routing.sac_recompute * tokens / (d.eta_hbm * d.hbm_bandwidth);
+    t.forward += routing.forward * tokens / hbm;
+    t.backward += routing.backward * tokens / hbm;
+    routing_sac = routing.sac_recompute * tokens / hbm;
   }
 
   // Dynamic FP8 scaling's casts (fp8_casts.hpp), memory-bound like the elementwise ops.
   const Fp8CastBytes casts = fp8_cast_bytes(m, run, s, ffn, rho);
-  t.forward += casts.forward / (d.eta_hbm * d.hbm_bandwidth);
-  t.backward += casts.backward / (d.eta_hbm * d.hbm_bandwidth);
+  t.forward += casts.forward / hbm;
+  t.backward += casts.backward / hbm;
 
   // Recompute (§7.2): full repeats the forward; selective repeats what its switches drop.
   t.recompute[static_cast<int>(Recompute::full)] = t.forward;
@@ -198,6 +197,7 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     }
     const double gathers = c[0] + c[2], raw = c[0] + c[1] + c[2] + c[3];
     const double share = raw > 0 ? gathers / raw : 0;  // the all-gathers' part
+    const double tpd = static_cast<double>(s.tp);
     double forward = 0;
     for (int i = 0; i < 4; ++i) {
       double exposed = c[i];
@@ -210,7 +210,6 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
         // (through the norm and residual), so it cannot run beside it.
         // The framework realises the share ω_d of that ideal hiding (its pieces synchronise at
         // every step and share HBM and NVLink with the GEMM pieces; FrameworkProfile).
-        const double tpd = static_cast<double>(s.tp);
         const double ideal = c[i] / tpd + std::max(0.0, c[i] - t.tp_pair_gemm[i]) * (tpd - 1) / tpd;
         exposed -= run.profile.tp_overlap_efficiency * (c[i] - ideal);
       }
