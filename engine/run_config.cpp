@@ -113,6 +113,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.step_casts_grads_to_fp32 = f.optional_bool("step_casts_grads_to_fp32").value_or(false);
   p.fused_swiglu = f.optional_bool("fused_swiglu").value_or(true);
   p.moe_fp32_combine = f.optional_bool("moe_fp32_combine").value_or(false);
+  p.attention_checkpoint_keeps_qkv_output = f.optional_bool("attention_checkpoint_keeps_qkv_output").value_or(false);
   // A profile that does not price rowwise scaling on its own prices it as tensorwise.
   p.fp8_rowwise_gemm_speedup = f.optional_number("fp8_rowwise_gemm_speedup", 1e-3, 10).value_or(p.fp8_gemm_speedup);
   // Nor MXFP8: its block-scaled GEMMs run at the FP8 peak, which is 2x bf16 on Hopper and

@@ -58,6 +58,25 @@ namespace {
 // §7.4.7: with fp8_saved_matmul_inputs the inputs of linear layers are kept in 1 byte.
 double linear_input_bytes(const Run& run) { return run.options.fp8_saved_matmul_inputs ? 1.0 : run.options.beta_a; }
 
+// Elements per token (× tp) of the fused QKV projection's output that a checkpoint of core
+// attention keeps beyond the value heads, where the uncheckpointed attention would have let them
+// go. Megatron-Core splits the output into views (attention.py, get_query_key_value_tensors);
+// rotary embeddings or QK norms make query and key new tensors, and grouped heads make the query
+// a copy (its reshape cannot view the group-interleaved layout). Transformer Engine's attention
+// then finds no packed q/k/v layout and attends on contiguous copies, which are what it saves
+// (dot_product_attention/utils.py, get_qkv_layout: "not_supported" → x.contiguous()), so the
+// output dies; Megatron's checkpoint instead saves the value view it was passed, and with it the
+// whole output: each rank's query groups (one whole group when there are fewer groups than TP
+// ranks) of a/g query heads and one key head more. Multi-head attention without rotary
+// embeddings or QK norms passes three views TE reads in place (sbh3d): nothing is kept beyond them.
+double qkv_output_beyond_value(const Model& m, const Strategy& s) {
+  const double a = static_cast<double>(m.heads), g = static_cast<double>(m.kv_heads);
+  const bool views_read_in_place = m.heads == m.kv_heads && m.positions > 0 && !m.qk_norm;
+  if (views_read_in_place) return 0;
+  const double groups = static_cast<double>(replicated_kv_heads(m, s));  // per rank × tp
+  return groups * (a / g + 1) * static_cast<double>(m.head_dim);
+}
+
 // §7.4.1 / §7.4.2: the attention block. Returns W_att.
 double own_attention_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   const RunOptions& o = run.options;
@@ -103,6 +122,9 @@ double own_attention_block(const Model& m, const Run& run, const Strategy& s, Ce
     scores();
   }
   c.add(Op::attMM, true, lin * a * dh);
+  if (flash && run.profile.attention_checkpoint_keeps_qkv_output) {
+    c.core_attn_checkpoint_tp = o.beta_a * qkv_output_beyond_value(m, s);
+  }
   if (m.norms_per_layer == 4) c.add(Op::normOp, false, o.beta_n * h);  // Gemma's post-attention norm input
   if (m.qk_norm) c.add(Op::normOp, true, o.beta_a * (a + kv) * dh);
   if (o.eager_rope) c.add(Op::other, true, o.beta_a * (a + kv) * dh);
@@ -120,7 +142,11 @@ double attention_block(const Model& m, const Run& run, const Strategy& s, Census
     c.saved[op] += own.saved[op];
     c.saved_tp[op] += own.saved_tp[op];
   }
-  if (seed) sapp_nd::add_attention(m, run, s, c);
+  if (seed) {
+    sapp_nd::add_attention(m, run, s, c);
+  } else {
+    c.core_attn_checkpoint_tp = own.core_attn_checkpoint_tp;
+  }
   return w_att;
 }
 

@@ -46,6 +46,10 @@ struct Census {
   // `moe_act` drops (RecomputeSwitches::dense_mlp, ::moe_act).
   std::array<double, kOpCount> mlp_saved{}, mlp_saved_tp{};
   double moe_act = 0, moe_act_tp = 0;
+  // What a checkpointed core attention keeps beyond q, k and v, ÷ tp: the rest of the fused QKV
+  // output its value view holds (FrameworkProfile::attention_checkpoint_keeps_qkv_output), kept
+  // while selective recompute reruns core attention (the softmax switch off).
+  double core_attn_checkpoint_tp = 0;
 
   double saved_total() const;
   double saved_tp_total() const;

@@ -33,10 +33,12 @@ CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, dou
     sel += -c.moe_act;
     sel_tp += -c.moe_act_tp;
   }
+  if (!sw.softmax) t.kept_sel_beyond_held = c.core_attn_checkpoint_tp / tp;  // core attention rerun from its checkpoint
   // Gathered CP keys and values are kept when the attention's batched matmuls keep theirs.
-  t.kept_sel = sel / sigma + sel_tp / tp + (sw.attBMM ? g_kv : 0);
+  t.kept_sel = sel / sigma + sel_tp / tp + (sw.attBMM ? g_kv : 0) + t.kept_sel_beyond_held;
   if (run.options.selective_policy == SelectivePolicy::torchtitan_op_sac && c.sac_saved >= 0) {
     t.kept_sel = c.sac_saved / sigma + c.sac_saved_tp / tp + c.sac_unsplit;
+    t.kept_sel_beyond_held = 0;
   }
   t.w_att_tp = c.w_att / tp;
   return t;
@@ -62,6 +64,7 @@ CensusPerToken per_token_measured(const MeasuredCensus& mc, const CensusPerToken
     t.kept_sel = sel / sigma + sel_tp / tp + (sw.attBMM ? g_kv : 0);
   } else {  // rule 3
     t.kept_sel = analytic.kept_sel;
+    t.kept_sel_beyond_held = analytic.kept_sel_beyond_held;
   }
   return t;
 }
@@ -76,7 +79,7 @@ LayerActivation layer_activation(const CensusPerToken& c, Recompute mode, double
       break;
     case Recompute::selective:
       a.kept = n_cp * c.kept_sel;
-      a.working = n_cp * std::max(0.0, c.held - c.kept_sel);
+      a.working = n_cp * std::max(0.0, c.held + c.kept_sel_beyond_held - c.kept_sel);
       break;
     case Recompute::full:
       // §7.6: only the layer input, SP-sharded; the backward recomputes and holds everything.

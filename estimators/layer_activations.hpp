@@ -25,7 +25,10 @@ struct CensusPerToken {
   double kept_plain = 0;  // saved/σ + saved_tp/tp + g_kv
   double kept_sel = 0;    // the kept ops of a selective layer (rule 2 of §7.2)
   double held = 0;        // working/σ + working_tp/tp + g_kv
-  double w_att_tp = 0;    // W_att/tp
+  // Of kept_sel, what the census's held does not count: the fused QKV output a checkpoint of core
+  // attention keeps (Census::core_attn_checkpoint_tp), alive through the layer's backward too.
+  double kept_sel_beyond_held = 0;
+  double w_att_tp = 0;  // W_att/tp
 };
 CensusPerToken per_token(const Census& c, const Run& run, const Strategy& s, double g_kv);
 

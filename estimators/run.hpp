@@ -111,6 +111,12 @@ struct FrameworkProfile {
   bool fused_swiglu = true;
   // torchtitan's MoE combine keeps an fp32 copy of the routed outputs (token_dispatcher.py).
   bool moe_fp32_combine = false;
+  // Checkpointing core attention keeps the whole fused QKV projection output alive: Megatron-Core's
+  // CheckpointFunction saves its inputs as given (tensor_parallel/random.py, save_for_backward),
+  // and the value it is given is a view into that output (attention.py, get_query_key_value_tensors
+  // splits mixed_qkv), while the uncheckpointed attention saves its own contiguous copy
+  // (activation_census.cpp, own_attention_block).
+  bool attention_checkpoint_keeps_qkv_output = false;
 };
 
 // Selective-recompute op switches (memory-model.md §7.5): true keeps the op's bytes, false drops

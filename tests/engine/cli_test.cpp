@@ -115,10 +115,15 @@ TEST_CASE("estimate: table, JSON shape of cli.md, exit 1 when it does not fit") 
     a.insert(a.end(), extra.begin(), extra.end());
     return run(a);
   };
-  // EX8 (memory-model.md §15): stage 0 peaks at 41,906,843,156 bytes = 39.03 GiB.
+  // EX8 (memory-model.md §15): stage 0 peaks at 41,906,843,156 bytes = 39.03 GiB under the spec's
+  // switches. Megatron's profile also keeps what its checkpoint of core attention holds of the fused
+  // QKV output (activation_census.cpp): 8 groups of 8 query heads and a key head, (64 + 8)·128·2/8
+  // = 2,304 bytes per token and layer, for 4096 tokens × 20 layers × 4 micro-batches in flight:
+  // activations 10.47 → 11.17 GiB, and the allocator's share of them with it.
   const auto t = with({"--strategy", "dp=2,tp=8,sp=true,pp=4,zero=1,recompute=selective,mbs=1"});
   CHECK(t.code == 0);
-  CHECK(t.out.find("peak 39.03 GiB on stage 0") != std::string::npos);
+  CHECK(t.out.find("activations                 11.17") != std::string::npos);
+  CHECK(t.out.find("peak 39.84 GiB on stage 0") != std::string::npos);
   const auto j = with({"--strategy", "dp=2,tp=8,sp=true,pp=4,zero=1,recompute=selective,mbs=1", "--format", "json"});
   CHECK(j.code == 0);
   CHECK(j.out.find("{\"strategy\":{\"dp\":2,\"tp\":8,\"sp\":true,\"tp_comm_overlap\":false,\"pp\":4,\"vpp\":1,\"pp_"
@@ -179,22 +184,22 @@ TEST_CASE("validate: per-case errors and the summary; a malformed case names its
   const auto strict = run({"validate", data_path("validation/bad-field.yaml"), "--strict"});
   CHECK(strict.code == 2);
   CHECK(strict.err.find("case 'broken-tp': field 'strategy.tp'") != std::string::npos);
-  // Gates: the two cases' memory errors are +0.0% and -5.0% (the Megatron case, metric unstated,
-  // compared as allocated), median 2.5%.
-  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.03"}).code == 0);
-  const auto gated = run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.02"});
+  // Gates: the two cases' memory errors are +0.0% and -3.2% (the Megatron case, metric unstated,
+  // compared as allocated), median 1.6%.
+  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.02"}).code == 0);
+  const auto gated = run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.01"});
   CHECK(gated.code == 1);
-  CHECK(gated.err.find("gate exceeded: memory median |error| 2.5% > 2.0%") != std::string::npos);
-  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-under", "0.04"}).code == 1);  // -5.0%
-  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-under", "0.06"}).code == 0);
-  // Per family: one torchtitan case (+0.0%) and one Megatron case (-5.0%).
+  CHECK(gated.err.find("gate exceeded: memory median |error| 1.6% > 1.0%") != std::string::npos);
+  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-under", "0.03"}).code == 1);  // -3.2%
+  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-under", "0.04"}).code == 0);
+  // Per family: one torchtitan case (+0.0%) and one Megatron case (-3.2%).
   const auto grouped =
       run({"validate", data_path("validation/two-cases.yaml"), "--group-by", "framework", "--format", "json"});
   REQUIRE(grouped.code == 0);
   const YAML::Node groups = YAML::Load(grouped.out)["groups"];
   REQUIRE(groups.size() == 2);
   CHECK(groups[0]["group"].as<std::string>() == "megatron");
-  CHECK(groups[0]["median_abs_error"].as<double>() == doctest::Approx(0.050).epsilon(0.02));
+  CHECK(groups[0]["median_abs_error"].as<double>() == doctest::Approx(0.032).epsilon(0.02));
   CHECK(groups[1]["group"].as<std::string>() == "torchtitan");
   CHECK(groups[1]["median_abs_error"].as<double>() < 0.001);
   CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--group-by", "color"}).code == 2);
@@ -217,14 +222,14 @@ TEST_CASE("validate: an unstated sequence length is the model's context; low con
   REQUIRE(skipped.size() == 1);
   CHECK(skipped[0]["id"].as<std::string>() == "seq-unknown");
   CHECK(skipped[0]["not_stated"].as<std::string>() == "run.seq_len");
-  // low-confidence measured 100 GiB against the 44.4 GiB estimate (-55.6 %): reported among all
-  // cases, but the memory gates judge the high- and medium-confidence ones (-5.0 % here).
+  // low-confidence measured 100 GiB against the 45.2 GiB estimate (-54.8 %): reported among all
+  // cases, but the memory gates judge the high- and medium-confidence ones (-3.2 % here).
   const YAML::Node summary = YAML::Load(unstated.out)["summary"];
   CHECK(summary["worst_under_id"].as<std::string>() == "low-confidence");
   CHECK(summary["confident_memory_cases"].as<int>() == 1);
   CHECK(summary["confident_worst_under_id"].as<std::string>() == "seq-from-context");
   CHECK(run({"validate", data_path("validation/unstated.yaml"), "--max-under", "0.10"}).code == 0);
-  CHECK(run({"validate", data_path("validation/unstated.yaml"), "--max-under", "0.04"}).code == 1);
+  CHECK(run({"validate", data_path("validation/unstated.yaml"), "--max-under", "0.03"}).code == 1);
 }
 
 TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from flags") {

@@ -122,8 +122,10 @@ TEST_CASE("grad_clip_model: seed under the default rules, each part scaled once 
 TEST_CASE("the mindformers switch preset follows flash attention and SP (§7.5)") {
   // Llama-3.1-8B with flash attention. Against megatron_core_attn, mindformers keeps the
   // log-sum-exp (softmax: 4·32 bytes, TP-split) and, with SP (σ = tp = 2), drops both norms'
-  // inputs (2·4096 each, SP-split) and the activation output (2·14336, TP-split):
-  // 128/2 − 2·8192/2 − 28672/2 = −22,464 bytes per token. Without SP only the log-sum-exp: +128.
+  // inputs (2·4096 each, SP-split) and the activation output (2·14336, TP-split), and it reruns no
+  // core attention, so it keeps none of the fused QKV output Megatron's checkpoint holds (8 groups
+  // of 4 query heads and one key head: 2·8·5·128 = 10,240 bytes, TP-split):
+  // 128/2 − 2·8192/2 − 28672/2 − 10240/2 = −27,584 bytes per token. Without SP: 128 − 10,240.
   auto kept = [](const char* strategy, bool mindformers) {
     auto c = make_case("llama-3.1-8b", 8, 8192, 8, strategy);
     if (mindformers) c.run.options.switches = RecomputeSwitches::mindformers(false);
@@ -131,9 +133,43 @@ TEST_CASE("the mindformers switch preset follows flash attention and SP (§7.5)"
     return per_token(census, c.run, c.strategy, 0).kept_sel;
   };
   const char* sp = "tp=2,sp=true,zero=1,recompute=selective";
-  CHECK(kept(sp, true) - kept(sp, false) == doctest::Approx(-22'464));
+  CHECK(kept(sp, true) - kept(sp, false) == doctest::Approx(-27'584));
   const char* plain = "dp=8,zero=1,recompute=selective";
-  CHECK(kept(plain, true) - kept(plain, false) == doctest::Approx(128));
+  CHECK(kept(plain, true) - kept(plain, false) == doctest::Approx(128 - 10'240));
+}
+
+TEST_CASE("Megatron's checkpoint of core attention keeps the whole fused QKV output") {
+  // Qwen3-30B-A3B (32 query heads, 4 key-value heads of 128, QK norms), tp 1: the checkpoint saves
+  // the value view and with it the 4 groups' queries and keys, 4·(32/4 + 1)·128 = 4,608 elements
+  // at 2 bytes beyond what the uncheckpointed attention keeps: 9,216 bytes per token. Measured
+  // (Megatron-Bridge PR #3880, 16 H100, 48 layers, 4096 tokens): recompute_modules=[core_attn]
+  // peaked 58.804 GiB against 57.137 without recompute, +1.667 GiB; the term gives
+  // 9,216 · 4096 · 48 = 1.6875 GiB, less the log-sum-exp the rerun drops (4·32 per token).
+  auto kept_sel = [](const char* model, const char* strategy, bool keeps) {
+    auto c = make_case(model, 16, 4096, 16, strategy);
+    c.run.profile.attention_checkpoint_keeps_qkv_output = keeps;
+    const Census census = analytic_census(c.model, c.run, c.strategy, FfnKind::moe);
+    return per_token(census, c.run, c.strategy, 0).kept_sel;
+  };
+  REQUIRE(make_case("qwen3-30b-a3b", 16, 4096, 16, "dp=16,ep=16").run.profile.attention_checkpoint_keeps_qkv_output);
+  const char* rc = "dp=16,ep=16,recompute=selective";
+  CHECK(kept_sel("qwen3-30b-a3b", rc, true) - kept_sel("qwen3-30b-a3b", rc, false) == doctest::Approx(9'216));
+  // At tp 8 a rank holds one whole group of its 4 (the groups are fewer than the ranks): 8 query
+  // heads and the key head, (8 + 1)·128·2 = 2,304 bytes, which is 18,432/8 in TP-split terms.
+  const char* tp8 = "tp=8,sp=true,dp=2,ep=2,recompute=selective";
+  CHECK(kept_sel("qwen3-30b-a3b", tp8, true) - kept_sel("qwen3-30b-a3b", tp8, false) == doctest::Approx(2'304));
+  // Not rerun (recompute_modules=[moe_act] keeps the softmax switch): nothing more kept.
+  auto moe_act = make_case("qwen3-30b-a3b", 16, 4096, 16, rc);
+  moe_act.run.options.switches = RecomputeSwitches{};
+  moe_act.run.options.switches.softmax = true;
+  const Census census = analytic_census(moe_act.model, moe_act.run, moe_act.strategy, FfnKind::moe);
+  CHECK(per_token(census, moe_act.run, moe_act.strategy, 0).kept_sel_beyond_held == 0);
+  // GPT-3 175B (multi-head, learned positions, no QK norm) without flash attention: not counted;
+  // with it, TE reads the three views of the packed output in place (sbh3d) and keeps them anyway.
+  auto gpt = make_case("gpt3-175b", 8, 2048, 8, "tp=8,recompute=selective");
+  gpt.run.flash_attention = true;
+  const Census g = analytic_census(gpt.model, gpt.run, gpt.strategy, FfnKind::dense);
+  CHECK(g.core_attn_checkpoint_tp == 0);
 }
 
 TEST_CASE("Megatron's optimizer step casts bf16 gradients to fp32, one shard's worth") {

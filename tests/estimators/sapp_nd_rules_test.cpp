@@ -20,6 +20,7 @@ test::Case seed_case(const std::string& model, std::int64_t n, std::int64_t seq,
   auto c = make_case(model, n, seq, gb, s);
   c.run.rules = Rules::sapp_nd;
   c.run.seed_off = kAllConventionsOff;
+  c.run.profile.attention_checkpoint_keeps_qkv_output = false;  // as the spec's examples (memory_examples_test)
   return c;
 }
 }  // namespace
