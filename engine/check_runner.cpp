@@ -154,6 +154,7 @@ CheckResult run_check(const CheckEntry& e, SearchWorkspace* workspace) {
     const Cluster c = make_cluster(e.device, e.devices, e.origin);
     Run run = make_run(e.run, true, e.origin);
     apply_fit_margin(run, m, c, parse_fit_margin(e.run.fit_margin, e.origin));
+    resolve_device_facts(run, c.device);
     const double headroom = parse_headroom(e.headroom, c.device.capacity, e.origin);
     r.budget_gib = (c.device.capacity - headroom) / kGiB;
     if (e.strategy) {

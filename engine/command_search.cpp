@@ -433,6 +433,7 @@ int command_search(const std::vector<std::string>& args, std::ostream& out, std:
   apply_pin_flags(f.pins, space.pins, space.policies);
   apply_target(f, vm, run, space);
   apply_fit_margin(run, model, cluster, parse_fit_margin(f.run.fit_margin));
+  resolve_device_facts(run, cluster.device);
   if (counts.size() == 1) {
     try {
       space.check_pins();

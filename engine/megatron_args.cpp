@@ -132,6 +132,8 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
   if (const std::string half = half_precision(run); !half.empty()) a.push_back("--" + half);
   // Transformer Engine's FP8 linears: E4M3 forward, E5M2 gradients (the "hybrid" format).
   if (run.options.fp8_linears) a.push_back("--fp8-format hybrid");
+  // The FP8 weights the estimate kept instead of bf16 ones beside their FP8 copies (§6.2).
+  if (run.options.fp8_linears && run.options.fp8_param_gather) a.push_back("--fp8-param-gather");
 
   std::ostringstream out;
   out << "# " << kMegatronVersion << " arguments (megatron/training/arguments.py)\n";

@@ -5,6 +5,7 @@
 #include "engine/presets.hpp"
 #include "engine/run_options_config.hpp"
 #include "engine/yaml_fields.hpp"
+#include "estimators/fp8_weight_copies.hpp"
 #include "estimators/seed_conventions.hpp"
 
 namespace meshfit {
@@ -114,6 +115,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.fused_swiglu = f.optional_bool("fused_swiglu").value_or(true);
   p.moe_fp32_combine = f.optional_bool("moe_fp32_combine").value_or(false);
   p.attention_checkpoint_keeps_qkv_output = f.optional_bool("attention_checkpoint_keeps_qkv_output").value_or(false);
+  p.te_fp8_weight_copies = f.optional_bool("te_fp8_weight_copies").value_or(false);
   // A profile that does not price rowwise scaling on its own prices it as tensorwise.
   p.fp8_rowwise_gemm_speedup = f.optional_number("fp8_rowwise_gemm_speedup", 1e-3, 10).value_or(p.fp8_gemm_speedup);
   // Nor MXFP8: its block-scaled GEMMs run at the FP8 peak, which is 2x bf16 on Hopper and
@@ -217,6 +219,13 @@ Run make_run(const RunFlags& flags, bool need_batch, const InputOrigin& origin) 
   }
   if (flags.no_flash_attention) run.flash_attention = false;
   return run;
+}
+
+void resolve_device_facts(Run& run, const Device& device) {
+  RunOptions& o = run.options;
+  const bool framework_copies = o.fp8_linears && run.profile.te_fp8_weight_copies;
+  o.fp8_weight_bytes =
+      o.fp8_weight_cache_bytes.value_or(framework_copies ? te_fp8_weight_bytes(o.fp8_scaling, device) : 0);
 }
 
 }  // namespace meshfit

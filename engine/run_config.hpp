@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/input_error.hpp"
+#include "estimators/device.hpp"
 #include "estimators/run.hpp"
 
 namespace meshfit {
@@ -33,5 +34,10 @@ Precision load_precision(const std::string& name, const InputOrigin& origin = {}
 // Validates the flags and resolves defaults; errors name the flag ("--seq") or, for a manifest
 // entry, its field (`origin`). Batch fields are required only when `need_batch`.
 Run make_run(const RunFlags& flags, bool need_batch, const InputOrigin& origin = {});
+
+// What a run keeps that depends on the device it runs on, settled once the two meet (estimate,
+// search, check, validate): the bytes of the FP8 weight copies (RunOptions::fp8_weight_bytes), as
+// the run states them or as its framework lays them out on this device.
+void resolve_device_facts(Run& run, const Device& device);
 
 }  // namespace meshfit

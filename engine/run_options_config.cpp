@@ -121,6 +121,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "fp8_weight_cache_bytes",
                                                  "fp8_saved_matmul_inputs",
                                                  "fp8_allgather",
+                                                 "fp8_param_gather",
                                                  "defer_grad_sync",
                                                  "pipeline_stage_buffers",
                                                  "pipeline_outputs",
@@ -259,9 +260,15 @@ void read_precision_options(const OptionReader& r, Run& run) {
   r.choice("grad_clip_model", seed, {{"none", false}, {"seed", true}}, "none or seed");
   o.grad_clip_seed = seed;
   r.flag("offload_optimizer", o.offload_optimizer);
-  r.number("fp8_weight_cache_bytes", o.fp8_weight_cache_bytes, 0, 8);
+  if (f.has("fp8_weight_cache_bytes")) {
+    double bytes = 0;
+    r.number("fp8_weight_cache_bytes", bytes, 0, 8);
+    o.fp8_weight_cache_bytes = bytes;
+  }
   r.flag("fp8_saved_matmul_inputs", o.fp8_saved_matmul_inputs);
   if (f.optional_bool("fp8_allgather").value_or(false)) p.beta_gather = 1;
+  r.flag("fp8_param_gather", o.fp8_param_gather);
+  if (o.fp8_param_gather) p.beta_gather = 1;
   r.optional_flag("defer_grad_sync", o.defer_grad_sync);
   r.optional_flag("pipeline_stage_buffers", o.pipeline_stage_buffers);
   r.choice("pipeline_outputs", o.pipeline_outputs,

@@ -55,6 +55,7 @@ StrategyInputs load_strategy_inputs(const std::string& command, const po::variab
         {"model", "devices", "strategy", "seq", "global-batch", "micro-batch", "precision", "grad-bytes"}, true);
     StrategyInputs in{std::move(file.model), std::move(file.cluster), std::move(file.run), {}, {}};
     apply_fit_margin(in.run, in.model, in.cluster, parse_fit_margin(run_flags.fit_margin));
+    resolve_device_facts(in.run, in.cluster.device);
     in.strategy = parse_strategy(file.config.strategy, in.model, in.run, in.cluster, in.warnings, check_rules,
                                  InputOrigin{file.config.source, "", {}});
     return in;
@@ -71,6 +72,7 @@ StrategyInputs load_strategy_inputs(const std::string& command, const po::variab
                     {},
                     {}};
   apply_fit_margin(in.run, in.model, in.cluster, parse_fit_margin(run_flags.fit_margin));
+  resolve_device_facts(in.run, in.cluster.device);
   in.strategy = parse_strategy(strategy_text, in.model, in.run, in.cluster, in.warnings, check_rules);
   return in;
 }

@@ -298,6 +298,13 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
     vc.run.options.te_cross_entropy = true;
     notes.push_back("source Megatron-Bridge -> Transformer Engine fused cross-entropy");
   }
+  // Megatron-Bridge's FP8 presets (delayed and current scaling, MXFP8) keep the weights in FP8:
+  // fp8_param_gather True (src/megatron/bridge/training/mixed_precision.py).
+  if (fp8 && vc.framework == "megatron" && to_lower(vc.source).find("megatron-bridge") != std::string::npos) {
+    vc.run.options.fp8_param_gather = true;
+    vc.run.precision.beta_gather = 1;
+    notes.push_back("source Megatron-Bridge, FP8 -> FP8 weights (fp8_param_gather)");
+  }
   // And a pipeline split that gives the embedding and the loss a layer slot each (Megatron's
   // --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split;
   // memory-model.md §5.1), e.g. "pipeline split counts the embedding and the loss".
@@ -471,6 +478,7 @@ void read_case_measured(ValidationCase& vc, const Fields& c, const std::string& 
   const Strategy& st = vc.strategy;
   const std::int64_t world = st.dp * st.tp * st.pp * st.cp;
   vc.cluster = Cluster{case_device(Fields(c.raw("device"), src, "device"), notes), world};
+  resolve_device_facts(vc.run, vc.cluster.device);
   const Fields me(c.raw("measured"), src, "measured");
   vc.measured_gib = me.optional_number("value_gib", 1e-6, 1e6);
   const std::string confidence = me.optional_string("confidence").value_or("");

@@ -84,7 +84,14 @@ ModelStates model_states(const RankParams& r, const ZeroDivisors& z, const Run& 
   const double beta_opt = table ? run.beta_opt_table() : run.beta_opt();
   m.optimizer = run.options.offload_optimizer ? 0 : beta_opt * m.optimizer_elements;
   if (keep_gathered) m.gathered = p.beta_gather * r.total();
-  if (!table) m.fp8_cache = run.options.fp8_weight_cache_bytes * r.gemm;
+  // §6.2: the FP8 copies of the GEMM weights (fp8_weight_copies.hpp), beside the weights, or as
+  // them under --fp8-param-gather, sharded as the weights are.
+  const double fp8 = table ? 0 : run.options.fp8_weight_bytes;
+  if (fp8 > 0 && run.options.fp8_param_gather) {
+    m.weights += (fp8 - p.beta_P) * ((r.gemm - r.routed) / z.P + r.routed / z.Pe);
+  } else {
+    m.fp8_cache = fp8 * r.gemm;
+  }
   offload_states(m, dense, r.routed, z, run, beta_opt);
   return m;
 }

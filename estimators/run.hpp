@@ -117,6 +117,9 @@ struct FrameworkProfile {
   // splits mixed_qkv), while the uncheckpointed attention saves its own contiguous copy
   // (activation_census.cpp, own_attention_block).
   bool attention_checkpoint_keeps_qkv_output = false;
+  // FP8 linears keep Transformer Engine's FP8 weight copies for the whole step
+  // (fp8_weight_copies.hpp): Megatron-Core with TE.
+  bool te_fp8_weight_copies = false;
 };
 
 // Selective-recompute op switches (memory-model.md §7.5): true keeps the op's bytes, false drops
@@ -244,8 +247,15 @@ struct RunOptions {
   std::vector<std::int64_t> full_layers_per_vstage;  // §5.4: fully recomputed layers per virtual stage
   std::int64_t layers_first_stage = 0;               // 0 = not given
   std::int64_t layers_last_stage = 0;
-  // FP8 (§6.2, §7.4.7).
-  double fp8_weight_cache_bytes = 0;
+  // FP8 (§6.2, §7.4.7). The FP8 weight copies a step keeps, bytes per GEMM weight element: as the
+  // run states it, or unset, the framework's (FrameworkProfile::te_fp8_weight_copies), which
+  // engine/run_config.hpp's resolve_device_facts turns into fp8_weight_bytes for the device.
+  std::optional<double> fp8_weight_cache_bytes;
+  double fp8_weight_bytes = 0;
+  // Megatron's --fp8-param-gather (Megatron-Bridge's FP8 presets turn it on): the GEMM weights are
+  // kept as those FP8 copies instead of bf16 beside them, and the distributed optimizer gathers them
+  // in FP8 (β_gather = 1).
+  bool fp8_param_gather = false;
   bool fp8_saved_matmul_inputs = false;
   // Kernel features the time model prices through the framework profile's speedups.
   bool torch_compile = false;  // the model runs under torch.compile

@@ -33,6 +33,7 @@ inline Case make_case(const std::string& model, std::int64_t devices, std::int64
   f.global_batch = gb;
   f.framework = framework;
   c.run = make_run(f, true);
+  resolve_device_facts(c.run, c.cluster.device);
   std::vector<std::string> warnings;
   c.strategy = parse_strategy(strategy, c.model, c.run, c.cluster, warnings);
   return c;

@@ -156,6 +156,14 @@ TEST_CASE("export: the precision-aware optimizer the estimate took is a Megatron
   CHECK_FALSE(has(megatron_llama8b("").out, "precision-aware"));
 }
 
+TEST_CASE("export: FP8 weights the estimate took are Megatron-LM's --fp8-param-gather") {
+  const auto r = megatron_llama8b("fp8-param-gather.yaml");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "--fp8-format hybrid"));
+  CHECK(has(r.out, "--fp8-param-gather"));
+  CHECK_FALSE(has(megatron_llama8b("").out, "fp8"));
+}
+
 TEST_CASE("export: a train YAML without parallel_config names the file and the field") {
   const auto path = (std::filesystem::temp_directory_path() / "meshfit-export-bad.yaml").string();
   std::ofstream(path) << "runner_config:\n  batch_size: 1\n";

@@ -288,3 +288,38 @@ TEST_CASE("per-op SAC repeats SP's all-gathers in the backward; full recompute e
   CHECK(fast.comm_tp == doctest::Approx(a.comm_tp).epsilon(1e-12));
   CHECK(fast.step == doctest::Approx(a.step).epsilon(1e-12));
 }
+
+TEST_CASE("Megatron with Transformer Engine keeps FP8 copies of the GEMM weights for the step") {
+  // Llama-3.1-70B, tp 4, pp 4: a middle stage's 20 layers each hold (qkv 8192·(8192 + 2·1024) +
+  // o 8192² + MLP 3·8192·28672)/4 = 855,638,016/4 = 213,909,504 GEMM weights per rank. On H100 TE
+  // keeps each as FP8 data and its FP8 transpose: 2 bytes, 8,556,380,160 in all.
+  auto fp8 = [](const char* device, Fp8Scaling scaling, bool param_gather) {
+    auto c = make_case("llama-3.1-70b", 64, 4096, 64, "tp=4,sp=true,pp=4,zero=1,mbs=1", "megatron", device);
+    c.run.options.fp8_linears = true;
+    c.run.options.fp8_scaling = scaling;
+    c.run.options.fp8_param_gather = param_gather;
+    resolve_device_facts(c.run, c.cluster.device);
+    return test::estimate(c).stages[1];
+  };
+  const double gemm = 20.0 * 213'909'504;
+  CHECK_BYTES(fp8("h100-80gb", Fp8Scaling::tensorwise, false).fp8_cache, 2 * gemm);
+  // Blackwell runs FP8 GEMMs in any layout: no transpose, 1 byte.
+  CHECK_BYTES(fp8("b200-192gb", Fp8Scaling::tensorwise, false).fp8_cache, gemm);
+  // MXFP8 quantises rows and columns apart, one E8M0 scale per 32: 2·(1 + 1/32) everywhere.
+  CHECK_BYTES(fp8("b200-192gb", Fp8Scaling::mxfp8, false).fp8_cache, 2.0625 * gemm);
+  CHECK_BYTES(fp8("h100-80gb", Fp8Scaling::mxfp8, false).fp8_cache, 2.0625 * gemm);
+  // --fp8-param-gather: the copies are the weights, the bf16 ones gone. On H100, 2 bytes either
+  // way; on B200 tensorwise the GEMM weights drop from 2 bytes to 1.
+  const StageMemory h = fp8("h100-80gb", Fp8Scaling::tensorwise, true);
+  const StageMemory bf16 = fp8("h100-80gb", Fp8Scaling::tensorwise, false);
+  CHECK(h.fp8_cache == 0);
+  CHECK_BYTES(h.weights, bf16.weights);
+  CHECK_BYTES(fp8("b200-192gb", Fp8Scaling::tensorwise, true).weights, bf16.weights - gemm);
+  // Without FP8 linears, or under torchtitan (torchao casts per use), no copies.
+  auto plain = make_case("llama-3.1-70b", 64, 4096, 64, "tp=4,sp=true,pp=4,zero=1,mbs=1");
+  CHECK(test::estimate(plain).stages[1].fp8_cache == 0);
+  auto tt = make_case("llama-3.1-70b", 64, 4096, 64, "tp=4,sp=true,pp=4,zero=1,mbs=1", "torchtitan");
+  tt.run.options.fp8_linears = true;
+  resolve_device_facts(tt.run, tt.cluster.device);
+  CHECK(test::estimate(tt).stages[1].fp8_cache == 0);
+}
