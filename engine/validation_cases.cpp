@@ -298,12 +298,16 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
     vc.run.options.te_cross_entropy = true;
     notes.push_back("source Megatron-Bridge -> Transformer Engine fused cross-entropy");
   }
-  // Megatron-Bridge's FP8 presets (delayed and current scaling, MXFP8) keep the weights in FP8:
-  // fp8_param_gather True (src/megatron/bridge/training/mixed_precision.py).
-  if (fp8 && vc.framework == "megatron" && to_lower(vc.source).find("megatron-bridge") != std::string::npos) {
+  // FP8 weights (Megatron's --fp8-param-gather), where `other` says so; otherwise a Megatron-Bridge
+  // run takes its FP8 presets' (delayed and current scaling, MXFP8: fp8_param_gather True,
+  // src/megatron/bridge/training/mixed_precision.py) and any other Megatron-LM's default (off).
+  const bool stated_param_gather =
+      clause_states(other, {"fp8_param_gather"}) || clause_states(other, {"fp8-param-gather"});
+  const bool bridge = to_lower(vc.source).find("megatron-bridge") != std::string::npos;
+  if (fp8 && vc.framework == "megatron" && (stated_param_gather || bridge)) {
     vc.run.options.fp8_param_gather = true;
     vc.run.precision.beta_gather = 1;
-    notes.push_back("source Megatron-Bridge, FP8 -> FP8 weights (fp8_param_gather)");
+    if (!stated_param_gather) notes.push_back("source Megatron-Bridge, FP8 -> FP8 weights (fp8_param_gather)");
   }
   // And a pipeline split that gives the embedding and the loss a layer slot each (Megatron's
   // --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split;

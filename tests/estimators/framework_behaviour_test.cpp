@@ -323,3 +323,20 @@ TEST_CASE("Megatron with Transformer Engine keeps FP8 copies of the GEMM weights
   resolve_device_facts(tt.run, tt.cluster.device);
   CHECK(test::estimate(tt).stages[1].fp8_cache == 0);
 }
+
+TEST_CASE("validate: FP8 weights where a case says so or Megatron-Bridge runs it; TE's copies otherwise") {
+  // Eight Llama-3.1-8B layers on dp 8 hold 8 · (4096 · (4096 + 2 · 1024) + 4096² + 3 · 4096 · 14336)
+  // = 1,744,830,464 GEMM weights; on H100 TE's copies take 2 bytes each beside the bf16 weights.
+  const auto cases = load_validation_cases(test::data_path("validation/fp8-weight-copies.yaml"));
+  REQUIRE(cases.size() == 3);
+  CHECK_FALSE(cases[0].run.options.fp8_param_gather);
+  CHECK(cases[1].run.options.fp8_param_gather);
+  CHECK(cases[2].run.options.fp8_param_gather);
+  const auto stage = [](const ValidationCase& v) {
+    return reference_memory(v.model, v.run, v.cluster, v.strategy).stages[0];
+  };
+  CHECK_BYTES(stage(cases[0]).fp8_cache, 2.0 * 1'744'830'464);
+  CHECK_BYTES(stage(cases[1]).fp8_cache, 0.0);
+  CHECK_BYTES(stage(cases[1]).weights, stage(cases[0]).weights);  // 1 byte of data + 1 of transpose
+  CHECK(cases[1].run.precision.beta_gather == 1);
+}
