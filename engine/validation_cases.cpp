@@ -301,8 +301,8 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // FP8 weights (Megatron's --fp8-param-gather), where `other` says so; otherwise a Megatron-Bridge
   // run takes its FP8 presets' (delayed and current scaling, MXFP8: fp8_param_gather True,
   // src/megatron/bridge/training/mixed_precision.py) and any other Megatron-LM's default (off).
-  const bool stated_param_gather =
-      clause_states(other, {"fp8_param_gather"}) || clause_states(other, {"fp8-param-gather"});
+  const bool stated_param_gather = clause_states(other, {"fp8_param_gather"}) ||
+                                   clause_states(other, {"fp8-param-gather"}) || clause_states(other, {"fp8 param"});
   const bool bridge = to_lower(vc.source).find("megatron-bridge") != std::string::npos;
   if (fp8 && vc.framework == "megatron" && (stated_param_gather || bridge)) {
     vc.run.options.fp8_param_gather = true;
