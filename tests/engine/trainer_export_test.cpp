@@ -149,19 +149,25 @@ TEST_CASE("export: Megatron-LM arguments say they run the unfused loss the estim
   CHECK_FALSE(has(megatron_llama8b("").err, "cross-entropy"));
 }
 
-TEST_CASE("export: the precision-aware optimizer the estimate took is a Megatron-LM argument") {
-  const auto r = megatron_llama8b("precision-aware-optimizer.yaml");
-  CHECK(r.code == 0);
-  CHECK(has(r.out, "--use-precision-aware-optimizer"));
-  CHECK_FALSE(has(megatron_llama8b("").out, "precision-aware"));
-}
-
-TEST_CASE("export: FP8 weights the estimate took are Megatron-LM's --fp8-param-gather") {
-  const auto r = megatron_llama8b("fp8-param-gather.yaml");
-  CHECK(r.code == 0);
-  CHECK(has(r.out, "--fp8-format hybrid"));
-  CHECK(has(r.out, "--fp8-param-gather"));
-  CHECK_FALSE(has(megatron_llama8b("").out, "fp8"));
+TEST_CASE("export: run options the estimate took are Megatron-LM arguments") {
+  struct Row {
+    const char* run_options;
+    std::vector<const char*> flags;
+    const char* absent_without;  // not in the arguments of a run without the options
+  };
+  const Row rows[] = {
+      {"precision-aware-optimizer.yaml", {"--use-precision-aware-optimizer"}, "precision-aware"},
+      // FP8 weights (the copies kept as the weights): --fp8-param-gather with the FP8 format.
+      {"fp8-param-gather.yaml", {"--fp8-format hybrid", "--fp8-param-gather"}, "fp8"},
+  };
+  const auto plain = megatron_llama8b("");
+  for (const Row& row : rows) {
+    CAPTURE(row.run_options);
+    const auto r = megatron_llama8b(row.run_options);
+    CHECK(r.code == 0);
+    for (const char* flag : row.flags) CHECK(has(r.out, flag));
+    CHECK_FALSE(has(plain.out, row.absent_without));
+  }
 }
 
 TEST_CASE("export: a train YAML without parallel_config names the file and the field") {
