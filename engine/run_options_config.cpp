@@ -267,8 +267,7 @@ void read_precision_options(const OptionReader& r, Run& run) {
   }
   r.flag("fp8_saved_matmul_inputs", o.fp8_saved_matmul_inputs);
   if (f.optional_bool("fp8_allgather").value_or(false)) p.beta_gather = 1;
-  r.flag("fp8_param_gather", o.fp8_param_gather);
-  if (o.fp8_param_gather) p.beta_gather = 1;
+  if (f.optional_bool("fp8_param_gather").value_or(false)) run.keep_fp8_weights();
   r.optional_flag("defer_grad_sync", o.defer_grad_sync);
   r.optional_flag("pipeline_stage_buffers", o.pipeline_stage_buffers);
   r.choice("pipeline_outputs", o.pipeline_outputs,

@@ -305,8 +305,7 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
                                    clause_states(other, {"fp8-param-gather"}) || clause_states(other, {"fp8 param"});
   const bool bridge = to_lower(vc.source).find("megatron-bridge") != std::string::npos;
   if (fp8 && vc.framework == "megatron" && (stated_param_gather || bridge)) {
-    vc.run.options.fp8_param_gather = true;
-    vc.run.precision.beta_gather = 1;
+    vc.run.keep_fp8_weights();
     if (!stated_param_gather) notes.push_back("source Megatron-Bridge, FP8 -> FP8 weights (fp8_param_gather)");
   }
   // And a pipeline split that gives the embedding and the loss a layer slot each (Megatron's

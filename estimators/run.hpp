@@ -284,6 +284,12 @@ struct Run {
   double optimizer_states_table() const;
   double beta_opt() const { return optimizer_states() * precision.beta_state + precision.beta_master; }
   double beta_opt_table() const { return optimizer_states_table() * precision.beta_state + precision.beta_master; }
+  // Megatron's --fp8-param-gather (RunOptions::fp8_param_gather): the weights are the FP8 copies,
+  // and the distributed optimizer gathers them in FP8.
+  void keep_fp8_weights() {
+    options.fp8_param_gather = true;
+    precision.beta_gather = 1;
+  }
 };
 
 const char* to_string(Framework f);
