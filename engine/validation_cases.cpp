@@ -567,6 +567,16 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
 
   read_case_run(vc, c, src);
   read_case_strategy(vc, c, src);
+  // README (precision): under torchtitan's FSDP the sharded fp32 parameter is itself the master
+  // copy, and the param_bytes working weights exist only while gathered (FSDP2's
+  // MixedPrecisionPolicy casts the shard to param_dtype for its all-gather): the persistent
+  // shard holds the master's bytes, and nothing beside it.
+  if (vc.framework == "torchtitan" && vc.strategy.zero == 3 && vc.run.precision.beta_master > 0) {
+    Precision& pr = vc.run.precision;
+    pr.beta_P = pr.beta_master;
+    pr.beta_master = 0;
+    vc.defaults_taken.push_back("torchtitan FSDP: the fp32 shard is the master, param_bytes only gathered");
+  }
   read_case_recompute(vc, c, src);
   read_case_measured(vc, c, src);
   const Strategy& st = vc.strategy;

@@ -184,15 +184,15 @@ TEST_CASE("validate: per-case errors and the summary; a malformed case names its
   const auto strict = run({"validate", data_path("validation/bad-field.yaml"), "--strict"});
   CHECK(strict.code == 2);
   CHECK(strict.err.find("case 'broken-tp': field 'strategy.tp'") != std::string::npos);
-  // Gates: the two cases' memory errors are +0.0% and -3.2% (the Megatron case, metric unstated,
-  // compared as allocated), median 1.6%.
-  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.02"}).code == 0);
-  const auto gated = run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.01"});
+  // Gates: the two cases' memory errors are -2.2% and -3.2% (the Megatron case, metric unstated,
+  // compared as allocated), median 2.7%.
+  CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.03"}).code == 0);
+  const auto gated = run({"validate", data_path("validation/two-cases.yaml"), "--max-median-error", "0.02"});
   CHECK(gated.code == 1);
-  CHECK(gated.err.find("gate exceeded: memory median |error| 1.6% > 1.0%") != std::string::npos);
+  CHECK(gated.err.find("gate exceeded: memory median |error| 2.7% > 2.0%") != std::string::npos);
   CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-under", "0.03"}).code == 1);  // -3.2%
   CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--max-under", "0.04"}).code == 0);
-  // Per family: one torchtitan case (+0.0%) and one Megatron case (-3.2%).
+  // Per family: one torchtitan case (-2.2%) and one Megatron case (-3.2%).
   const auto grouped =
       run({"validate", data_path("validation/two-cases.yaml"), "--group-by", "framework", "--format", "json"});
   REQUIRE(grouped.code == 0);
@@ -201,7 +201,7 @@ TEST_CASE("validate: per-case errors and the summary; a malformed case names its
   CHECK(groups[0]["group"].as<std::string>() == "megatron");
   CHECK(groups[0]["median_abs_error"].as<double>() == doctest::Approx(0.032).epsilon(0.02));
   CHECK(groups[1]["group"].as<std::string>() == "torchtitan");
-  CHECK(groups[1]["median_abs_error"].as<double>() < 0.001);
+  CHECK(groups[1]["median_abs_error"].as<double>() == doctest::Approx(0.022).epsilon(0.05));
   CHECK(run({"validate", data_path("validation/two-cases.yaml"), "--group-by", "color"}).code == 2);
 }
 

@@ -340,3 +340,22 @@ TEST_CASE("validate: FP8 weights where a case says so or Megatron-Bridge runs it
   CHECK_BYTES(stage(cases[1]).weights, stage(cases[0]).weights);  // 1 byte of data + 1 of transpose
   CHECK(cases[1].run.precision.beta_gather == 1);
 }
+
+TEST_CASE("validate: under torchtitan's FSDP the fp32 shard is the master and the bf16 weights only gathered") {
+  // tt2412-t2-a: Llama-3.1-8B (8,030,261,248 parameters) over FSDP 8, param_bytes 2 and
+  // master_weight_bytes 4 as the case states them: the persistent shard holds 4 bytes a parameter
+  // (8,030,261,248 · 4 / 8 = 4,015,130,624), the 2-byte weights exist only gathered, and the
+  // optimizer shard keeps the two fp32 moments alone (8 bytes: 8,030,261,248 · 8 / 8).
+  const auto cases = load_validation_cases(test::data_path("validation/two-cases.yaml"));
+  REQUIRE(cases.size() == 2);
+  const ValidationCase& v = cases[0];
+  CHECK(v.run.precision.beta_P == 4);
+  CHECK(v.run.precision.beta_master == 0);
+  CHECK(v.run.precision.beta_gather == 2);
+  const auto st = reference_memory(v.model, v.run, v.cluster, v.strategy).stages[0];
+  CHECK_BYTES(st.weights, 4'015'130'624.0);
+  CHECK_BYTES(st.optimizer, 8'030'261'248.0);
+  // Megatron's bf16 weights and fp32 master are both persistent: its case keeps its bytes.
+  CHECK(cases[1].run.precision.beta_P == 2);
+  CHECK(cases[1].run.precision.beta_master == 4);
+}
