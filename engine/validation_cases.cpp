@@ -323,6 +323,9 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // Megatron-LM's local transformer before its bias_swiglu fusion (megatron/model/transformer.py,
   // `F.silu(x[0]) * x[1]`, as at 99b044bf), as eager torchtitan runs it.
   if (clause_states(other, {"unfused swiglu"})) vc.run.options.fused_swiglu = false;
+  // And K and V expanded to the query heads before the attention (torchtitan's repeat_kv before
+  // pytorch/torchtitan#2259), e.g. "K and V repeated to the query heads".
+  if (clause_states(other, {"k and v repeated"})) vc.run.options.repeat_kv_heads = true;
   // A pipeline whose every stage, the last with its logits, kept its outputs until the step's end:
   // torchtitan before it stepped with return_outputs=False (pytorch#165822, October 2025).
   if (clause_states(other, {"every stage keeps its outputs"})) vc.run.options.pipeline_outputs = PipelineOutputs::all;

@@ -53,6 +53,10 @@ std::int64_t replicated_kv_heads(const Model& m, const Strategy& s) {
   return std::max(m.kv_heads, s.tp * ulysses_degree(s));
 }
 
+std::int64_t attended_kv_heads(const Model& m, const Run& run, const Strategy& s) {
+  return run.options.repeat_kv_heads ? m.heads : replicated_kv_heads(m, s);
+}
+
 namespace {
 
 // §7.4.7: with fp8_saved_matmul_inputs the inputs of linear layers are kept in 1 byte.
@@ -107,7 +111,7 @@ double own_attention_block(const Model& m, const Run& run, const Strategy& s, Ce
                  : o.beta_a * (2 * a * dqk + a * dv) + 2 * o.beta_sm * a * seq;
   }
   const double dh = static_cast<double>(m.head_dim);
-  const double kv = static_cast<double>(replicated_kv_heads(m, s));
+  const double kv = static_cast<double>(attended_kv_heads(m, run, s));
   c.add(Op::normOp, false, o.beta_n * h);
   c.add(Op::attMM, false, lin * h);
   if (flash) {
@@ -281,7 +285,7 @@ double gathered_kv_bytes(const Model& m, const Run& run, const Strategy& s) {
   if (m.attention == AttentionKind::mla) {
     width = static_cast<double>(m.heads * (m.qk_nope_dim + m.qk_rope_dim) + m.heads * m.v_head_dim);
   } else {
-    width = 2.0 * static_cast<double>(replicated_kv_heads(m, s) * m.head_dim);
+    width = 2.0 * static_cast<double>(attended_kv_heads(m, run, s) * m.head_dim);
   }
   return static_cast<double>(gathered - 1) * run.options.beta_a * width / static_cast<double>(s.tp);
 }

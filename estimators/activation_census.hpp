@@ -73,6 +73,9 @@ bool embedding_dropout(const Model& m, const Run& run);
 std::int64_t ulysses_degree(const Strategy& s);
 // n'_kv = max(n_kv, tp·cp_u): K/V heads as the TP×Ulysses group holds them (§7.3, §7.4).
 std::int64_t replicated_kv_heads(const Model& m, const Strategy& s);
+// The K/V heads the attention kernel reads: n'_kv, or a where the model expands K and V to the
+// query heads first (RunOptions::repeat_kv_heads).
+std::int64_t attended_kv_heads(const Model& m, const Run& run, const Strategy& s);
 
 // §7.4: the analytic census of a body layer with FFN flavour `ffn` under strategy `s`.
 Census analytic_census(const Model& m, const Run& run, const Strategy& s, FfnKind ffn);

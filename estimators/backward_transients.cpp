@@ -30,7 +30,11 @@ double cp_kv_dim(const Model& m, const Strategy& s) {
 }
 
 double cp_chunk_bytes(const Model& m, const Run& run, const Strategy& s) {
-  const double kv_dim = cp_kv_dim(m, s);
+  // K and V expanded to the query heads before the attention (RunOptions::repeat_kv_heads) are
+  // what the exchange moves.
+  const bool repeated = run.options.repeat_kv_heads && m.attention != AttentionKind::mla;
+  const double kv_dim =
+      repeated ? static_cast<double>(m.heads * m.head_dim) / static_cast<double>(s.tp) : cp_kv_dim(m, s);
   const double seq = static_cast<double>(run.seq), b = static_cast<double>(s.micro_batch);
   const double cp = static_cast<double>(s.cp);
   return s.cp_algo == CpAlgo::ulysses ? seq * b * (kv_dim / cp) * 4 : (seq / cp) * b * kv_dim * 4;
@@ -38,6 +42,11 @@ double cp_chunk_bytes(const Model& m, const Run& run, const Strategy& s) {
 
 double cp_buffer_transient(const Model& m, const Run& run, const Strategy& s, std::int64_t D) {
   if (s.cp <= 1) return 0;
+  // All-gather CP gathers every rank's chunk at once and attends over the whole buffer: PyTorch's
+  // _AllGatherRotater (torch/distributed/tensor/experimental/_attention.py) all-gathers the
+  // concatenated K and V in one call, Transformer Engine's AttnFuncWithCPAndKVAllGather the whole
+  // sequence's K and V (pytorch/attention/dot_product_attention/context_parallel.py).
+  if (s.cp_algo == CpAlgo::allgather) return static_cast<double>(s.cp - 1) * cp_chunk_bytes(m, run, s);
   const GroupPlacement g = place_group(s.tp, s.cp, D);  // the CP group: stride tp, size cp
   const double intra = static_cast<double>(g.inside_node ? s.cp : g.per_node);
   const double extra = g.inside_node ? intra - 1 : 2 * intra - 1;

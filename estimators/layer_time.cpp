@@ -241,8 +241,10 @@ void cp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
   const bool tree = o.latency_tree;
   if (s.cp > 1) {
     const double a_tp = static_cast<double>(m.heads) / static_cast<double>(s.tp);
-    const double kv_heads = m.attention == AttentionKind::mla ? static_cast<double>(m.heads)
-                                                              : static_cast<double>(std::max(m.kv_heads, s.tp));
+    // MLA's per-head K and V, and K and V expanded to the query heads (repeat_kv_heads), are a wide.
+    const double kv_heads = m.attention == AttentionKind::mla || o.repeat_kv_heads
+                                ? static_cast<double>(m.heads)
+                                : static_cast<double>(std::max(m.kv_heads, s.tp));
     const double kv_tp = kv_heads / static_cast<double>(s.tp);
     const double d_qk = static_cast<double>(m.qk_head_dim()), d_v = static_cast<double>(m.v_dim());
     double fwd = 0, bwd = 0;

@@ -213,6 +213,11 @@ struct RunOptions {
   bool cp_overlap = true, pp_overlap = false, dualpipe_overlap = true, dp_overlap = true;
   bool latency_tree = false;   // §7.4 latency_model: ring (false) or tree
   bool mla_cp_latent = false;  // §7.5: the CP ring passes MLA's compressed latent
+  // The model expands grouped K and V heads to the query heads before its attention kernel, so
+  // the kernel keeps, and context parallelism moves, a·d_h-wide keys and values: torchtitan's
+  // repeat_kv before F.scaled_dot_product_attention (models/llama/model.py, 2024-2025), until it
+  // passed enable_gqa instead (pytorch/torchtitan#2259, January 2026).
+  bool repeat_kv_heads = false;
   // memory-model.md §3.1: the routed experts' shard group G_e, instead of G·tp/(ep·etp).
   std::optional<std::int64_t> expert_shard_group;
   // memory-model.md §3.2: the non-expert divisors Z_P, Z_G, Z_OS set directly (MindSpore's

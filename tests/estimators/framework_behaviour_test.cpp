@@ -3,6 +3,7 @@
 
 #include "estimator_fixture.hpp"
 #include "estimators/activation_census.hpp"
+#include "estimators/backward_transients.hpp"
 #include "estimators/layer_activations.hpp"
 #include "estimators/layer_time.hpp"
 #include "estimators/reference_memory.hpp"
@@ -358,4 +359,35 @@ TEST_CASE("validate: under torchtitan's FSDP the fp32 shard is the master and th
   // Megatron's bf16 weights and fp32 master are both persistent: its case keeps its bytes.
   CHECK(cases[1].run.precision.beta_P == 2);
   CHECK(cases[1].run.precision.beta_master == 4);
+}
+
+TEST_CASE("all-gather CP gathers every rank's K/V chunk; repeated K/V heads are a wide") {
+  // Llama-3.1-8B (32 heads, 8 K/V heads of 128) at s = 262144 over cp 8 on one node, b = 1:
+  // a chunk is (262144/8) · 1 · (8 · 128) · 4 = 134,217,728 bytes and the all-gather holds the
+  // other 7 ranks' (PyTorch's _AllGatherRotater gathers them in one call): 939,524,096.
+  auto c = make_case("llama-3.1-8b", 8, 262144, 1, "cp=8,cp_algo=allgather,dp=1,mbs=1", "torchtitan");
+  CHECK_BYTES(cp_buffer_transient(c.model, c.run, c.strategy, 8), 939'524'096.0);
+  CHECK_BYTES(gathered_kv_bytes(c.model, c.run, c.strategy), 7.0 * 2 * 2 * 1024);  // (cp−1)·β_a·(K+V)/tp
+  const double att_bmm =
+      analytic_census(c.model, c.run, c.strategy, FfnKind::dense).saved_tp[static_cast<int>(Op::attBMM)];
+  CHECK_BYTES(att_bmm, 2.0 * (4096 + 2 * 1024));  // flash keeps q, k, v: β_a·(a + 2·n_kv)·d_h
+  const LayerTime t = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
+
+  // repeat_kv_heads (torchtitan's repeat_kv before SDPA): K and V are 32 heads wide, four times
+  // as many bytes: chunks of 32768 · 4096 · 4 = 536,870,912, seven held: 3,758,096,384.
+  test::Case r = c;
+  r.run.options.repeat_kv_heads = true;
+  CHECK_BYTES(cp_buffer_transient(r.model, r.run, r.strategy, 8), 3'758'096'384.0);
+  CHECK_BYTES(gathered_kv_bytes(r.model, r.run, r.strategy), 7.0 * 2 * 2 * 4096);
+  CHECK_BYTES(analytic_census(r.model, r.run, r.strategy, FfnKind::dense).saved_tp[static_cast<int>(Op::attBMM)],
+              2.0 * (4096 + 2 * 4096));
+  // The all-gather's bandwidth term grows fourfold; its 7 latency steps (α_intra each) do not.
+  const LayerTime tr = layer_time(r.model, r.run, r.cluster.device, r.strategy, FfnKind::dense);
+  const double latency = 7 * c.cluster.device.alpha_intra;
+  CHECK(tr.cp_forward - latency == doctest::Approx(4 * (t.cp_forward - latency)).epsilon(1e-9));
+
+  // validate reads it from the case's features.other.
+  const auto cases = load_validation_cases(test::data_path("validation/two-cases.yaml"));
+  CHECK(cases[0].run.options.repeat_kv_heads);
+  CHECK_FALSE(cases[1].run.options.repeat_kv_heads);
 }
