@@ -326,6 +326,10 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // And K and V expanded to the query heads before the attention (torchtitan's repeat_kv before
   // pytorch/torchtitan#2259), e.g. "K and V repeated to the query heads".
   if (clause_states(other, {"k and v repeated"})) vc.run.options.repeat_kv_heads = true;
+  // And torchtitan's per-op SAC rerunning an attention kernel its save list missed (cuDNN SDPA on
+  // compute capability 10 before pytorch/torchtitan#2095), e.g. "per-op SAC recomputes the cuDNN
+  // attention".
+  if (clause_states(other, {"sac recomputes", "attention"})) vc.run.options.sac_saves_attention = false;
   // A pipeline whose every stage, the last with its logits, kept its outputs until the step's end:
   // torchtitan before it stepped with return_outputs=False (pytorch#165822, October 2025).
   if (clause_states(other, {"every stage keeps its outputs"})) vc.run.options.pipeline_outputs = PipelineOutputs::all;

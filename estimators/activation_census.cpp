@@ -235,8 +235,9 @@ void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, FfnKind f
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
   const double dh = static_cast<double>(m.head_dim);
   const double kv = static_cast<double>(replicated_kv_heads(m, s));
-  const double attention = b * (a * dh + kv * dh + a * dh) + run.options.beta_lse * a;  // wq, wv, attention
-  c.sac_saved = b * h;                                                                  // block input
+  const double kernel = run.options.sac_saves_attention ? b * a * dh + run.options.beta_lse * a : 0;
+  const double attention = b * (a * dh + kv * dh) + kernel;  // wq, wv, the attention's output and statistics
+  c.sac_saved = b * h;                                       // block input
   if (ffn == FfnKind::dense) {
     c.sac_saved_tp = attention + b * static_cast<double>(m.ffn);  // w1
   } else {

@@ -154,7 +154,8 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   t.recompute[static_cast<int>(Recompute::full)] = t.forward;
   const int sel = static_cast<int>(Recompute::selective);
   const RecomputeSwitches sw = switches_for(run, s);
-  if (run.options.selective_policy == SelectivePolicy::torchtitan_op_sac && ffn == FfnKind::moe) {
+  const bool op_sac = run.options.selective_policy == SelectivePolicy::torchtitan_op_sac;
+  if (op_sac && ffn == FfnKind::moe) {
     // torchtitan's op SAC on an MoE layer: every other attention matmul, every routed expert's
     // grouped GEMM (not in its save list), every other shared-expert matmul (activation_census.cpp).
     t.recompute[sel] = 0.5 * att_proj_f + ffn_proj_f + 0.5 * shared_f + routing_sac;
@@ -167,6 +168,11 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     }
     if (!sw.attUp) t.recompute[sel] += up_f;
     if (!sw.dense_mlp && ffn == FfnKind::dense) t.recompute[sel] += ffn_proj_f;  // Megatron's `mlp` module
+  }
+  // An attention kernel op SAC's save list misses is rerun (RunOptions::sac_saves_attention).
+  if (op_sac && !run.options.sac_saves_attention) {
+    t.recompute[sel] += t.core_forward;
+    t.recompute_repeats_cp[sel] = true;
   }
   t.recompute_repeats_cp[static_cast<int>(Recompute::full)] = true;
 }

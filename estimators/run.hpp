@@ -218,6 +218,12 @@ struct RunOptions {
   // repeat_kv before F.scaled_dot_product_attention (models/llama/model.py, 2024-2025), until it
   // passed enable_gqa instead (pytorch/torchtitan#2259, January 2026).
   bool repeat_kv_heads = false;
+  // torchtitan's per-op SAC saves the attention's outputs only where the kernel's op is in its save
+  // list: flash and memory-efficient SDPA, not the cuDNN SDPA torchtitan put first on compute
+  // capability 10 (pytorch/torchtitan#1196, May 2025) until #2095 added every SDPA backend
+  // (December 2025). false: the attention output and its statistics are not kept, and the
+  // backward reruns the attention forward.
+  bool sac_saves_attention = true;
   // memory-model.md §3.1: the routed experts' shard group G_e, instead of G·tp/(ep·etp).
   std::optional<std::int64_t> expert_shard_group;
   // memory-model.md §3.2: the non-expert divisors Z_P, Z_G, Z_OS set directly (MindSpore's

@@ -39,6 +39,18 @@ TEST_CASE("torchtitan per-op SAC keeps every second matmul output and the attent
   t2.run.options.torch_compile = true;
   CHECK(per_token(analytic_census(t2.model, t2.run, t2.strategy, FfnKind::dense), t2.run, t2.strategy, 0).kept_sel ==
         31'808);
+
+  // An attention kernel the save list misses (cuDNN SDPA before pytorch/torchtitan#2095) keeps
+  // neither its output nor its statistics: 55,424 − (2·4096 + 4·32) = 47,104, and the backward
+  // reruns the attention forward, which nothing else in a selective layer repeats here.
+  const LayerTime saved = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
+  c.run.options.sac_saves_attention = false;
+  CHECK(per_token(analytic_census(c.model, c.run, c.strategy, FfnKind::dense), c.run, c.strategy, 0).kept_sel ==
+        47'104);
+  const LayerTime rerun = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
+  const int sel = static_cast<int>(Recompute::selective);
+  CHECK(rerun.recompute[sel] == doctest::Approx(saved.recompute[sel] + saved.core_forward));
+  CHECK(saved.core_forward > 0);
 }
 
 TEST_CASE("torchtitan's eager cross-entropy holds 8 transient bytes per logit") {
