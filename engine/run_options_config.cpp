@@ -209,10 +209,9 @@ void read_parallel_options(const OptionReader& r, const std::string& source, Run
            "true, false or auto");
   if (const auto n = f.optional_int("fsdp_prefetch_layers", 0)) o.fsdp_prefetch_layers = *n;
   r.flag("overlap_grad_reduce", o.overlap_grad_reduce);
-  r.choice(
-      "ep_dispatcher", o.ep_dispatch,
-      {{"alltoall", EpDispatch::all_to_all}, {"deepep", EpDispatch::node_dedup}, {"hybridep", EpDispatch::node_dedup}},
-      "alltoall, deepep or hybridep");
+  r.choice("ep_dispatcher", o.ep_dispatch,
+           {{"alltoall", EpDispatch::all_to_all}, {"deepep", EpDispatch::deepep}, {"hybridep", EpDispatch::hybridep}},
+           "alltoall, deepep or hybridep");
   r.number("tp_overlap", o.tp_overlap, 0, 1);
   r.number("ep_overlap", o.ep_overlap, 0, 1);
   r.flag("cp_overlap", o.cp_overlap);

@@ -278,8 +278,10 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // The MoE dispatcher is named only in the free text of `other` (validation README): DeepEP and
   // HybridEP send a token once per destination node.
   const std::string other = to_lower(feat.optional_string("other").value_or(""));
-  if (other.find("hybridep") != std::string::npos || other.find("deepep") != std::string::npos) {
-    vc.run.options.ep_dispatch = EpDispatch::node_dedup;
+  if (other.find("hybridep") != std::string::npos) {
+    vc.run.options.ep_dispatch = EpDispatch::hybridep;
+  } else if (other.find("deepep") != std::string::npos) {
+    vc.run.options.ep_dispatch = EpDispatch::deepep;
   }
   // So is the FP8 scaling recipe ("float8 rowwise", "float8 tensorwise", "MXFP8").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;

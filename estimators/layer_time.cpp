@@ -302,7 +302,7 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     const double S_d = n_moe * static_cast<double>(m.top_k) * h * beta_a * rho;
     const Group ep = make_group(d, s.etp, s.ep, tree);
     double forward = 2 * all_to_all(ep, d, S_d);
-    if (o.ep_dispatch == EpDispatch::node_dedup && !ep.inside_node) {
+    if (sends_once_per_node(o.ep_dispatch) && !ep.inside_node) {
       // One copy per other node that holds one of the token's k experts: with E/n_nodes experts
       // per node, a node holds none of k distinct experts with probability
       // Π_{j<k} (E − E/n_nodes − j)/(E − j).
@@ -313,6 +313,14 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
       const double remote = n_moe * h * beta_a * rho * (nodes - 1) * (1 - miss);
       forward = 2 * node_dedup_all_to_all(ep, d, S_d, remote);
     }
+    // HybridEP plans each dispatch from the whole group's routing: it first all-gathers every
+    // rank's bool routing map [tokens × E] (DeepEP hybrid-ep branch, csrc/hybrid_ep/executor/
+    // executor.cu, Executor::allgather_routing_map: NCCL's all_gather_into_tensor across nodes,
+    // its own 32-SM kernel inside one). Forward only: the backward's dispatch and combine reuse
+    // the forward's handle (Megatron-LM moe/fused_a2a.py, HybridEPDispatch and HybridEPCombine).
+    const double planning = o.ep_dispatch == EpDispatch::hybridep
+                                ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts))
+                                : 0;
     if (s.etp > 1) {
       const Group etp = make_group(d, 1, s.etp, tree);
       forward +=
@@ -320,14 +328,15 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     }
     // §7.6: ω_ep of it hidden, but no more than the compute it runs beside: Megatron's
     // overlap_moe_expert_parallel_comm pairs one micro-batch's forward of the layer with another's
-    // backward, so the two directions' all-to-alls (2·forward) hide behind the layer's forward
-    // and backward compute, and what they exceed it by stays exposed.
-    const double hidden = std::min(o.ep_overlap * 2 * forward, t.forward + t.backward);
-    forward -= hidden / 2;
+    // backward, so both directions' collectives hide behind the layer's forward and backward
+    // compute, and what they exceed it by stays exposed (each direction keeps its share).
+    const double raw = 2 * forward + planning;
+    const double hidden = std::min(o.ep_overlap * raw, t.forward + t.backward);
+    const double kept = raw > 0 ? 1 - hidden / raw : 0;
+    t.ep_forward = (forward + planning) * kept;
+    t.ep = raw * kept;
     // The V pairs each chunk's comm with the other's compute (unless dualpipe_overlap is off).
-    if (s.schedule == Schedule::dualpipev && o.dualpipe_overlap) forward = 0;
-    t.ep_forward = forward;
-    t.ep = 2 * forward;
+    if (s.schedule == Schedule::dualpipev && o.dualpipe_overlap) t.ep_forward = t.ep = 0;
   }
 }
 

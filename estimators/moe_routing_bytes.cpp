@@ -31,7 +31,7 @@ MoeRoutingBytes megatron_routing(const Model& m, const Run& run, const Strategy&
   const double f = static_cast<double>(m.expert_ffn), n_up = m.gated ? 2 : 1;
   const double tokens = 1 / static_cast<double>(s.sigma());  // the layer's input tokens on this rank
   const double rows = routed_rows_per_token(m, s, rho);
-  const bool flex = run.options.ep_dispatch == EpDispatch::node_dedup && s.ep > 1;
+  const bool flex = sends_once_per_node(run.options.ep_dispatch) && s.ep > 1;
   const double ep = static_cast<double>(s.ep);
   // Router and token-side permute/unpermute.
   b.forward = tokens * (3 * h * ba + 52 * k + (flex ? (35 + 2 * ep) * E : 47 * E));

@@ -150,8 +150,10 @@ struct RecomputeSwitches {
 enum class MoeMode : std::uint8_t { dropless, capacity };
 
 // How MoE tokens reach their experts (search-and-time.md §7.5 prices `all_to_all`): one copy per
-// expert, or DeepEP/HybridEP's one copy per destination node, forwarded over NVLink there.
-enum class EpDispatch : std::uint8_t { all_to_all, node_dedup };
+// expert, or DeepEP's and HybridEP's one copy per destination node, forwarded over NVLink there.
+// HybridEP also all-gathers every rank's routing map before each dispatch (layer_time.cpp).
+enum class EpDispatch : std::uint8_t { all_to_all, deepep, hybridep };
+inline bool sends_once_per_node(EpDispatch e) { return e != EpDispatch::all_to_all; }
 
 // Which stage outputs PyTorch's pipelining keeps until the step ends (pipeline_stage_buffers.hpp):
 // the sent activations, which their pending sends hold until the step's last wait (the default);

@@ -45,7 +45,7 @@ TEST_CASE("Megatron's all-to-all dispatcher: router, permute, sort by local expe
 
 TEST_CASE("HybridEP permutes inside its dispatch; FP8 quantises each expert's operands") {
   auto c = qwen3();
-  c.run.options.ep_dispatch = EpDispatch::node_dedup;
+  c.run.options.ep_dispatch = EpDispatch::hybridep;
   const MoeRoutingBytes flex = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
   // Rows written and read once (8·2·2048·2) and (2·16 + 5)·128 bytes of its metadata beside the
   // router's 30·128: forward 12,288 + 416 + 67·128 + 65,536 = 86,816; backward 61,440 + 384 +

@@ -205,14 +205,28 @@ TEST_CASE("DeepEP-style dispatch sends a token once per other node holding its e
   auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
   const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   CHECK(plain.ep == doctest::Approx(0.00933823084175084).epsilon(1e-9));
-  c.run.options.ep_dispatch = EpDispatch::node_dedup;
+  c.run.options.ep_dispatch = EpDispatch::deepep;
   const LayerTime dedup = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   CHECK(dedup.ep == doctest::Approx(0.0025525624242424237).epsilon(1e-9));
   // Inside one node there is nothing to deduplicate.
   auto one = make_case("qwen3-30b-a3b", 8, 4096, 1024, "dp=8,ep=8,zero=1,mbs=1");
   const double in_node = layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep;
-  one.run.options.ep_dispatch = EpDispatch::node_dedup;
+  one.run.options.ep_dispatch = EpDispatch::deepep;
   CHECK(layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep == in_node);
+}
+
+TEST_CASE("HybridEP all-gathers the routing map before each forward dispatch") {
+  // The case above, HybridEP: each rank's bool routing map is 4096 tokens × 128 experts =
+  // 524,288 B, gathered over the 16-rank EP group (8,388,608 B in all). The group spans two
+  // nodes: ring bandwidth min(0.7·450e9, 8·0.9·50e9) = 315e9 B/s, α_inter 5 µs, so
+  // 15·5 µs + 15/16·8,388,608/315e9 = 75 µs + 24.966095 µs = 99.966095 µs, once per forward.
+  auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
+  c.run.options.ep_dispatch = EpDispatch::deepep;
+  const LayerTime deepep = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  c.run.options.ep_dispatch = EpDispatch::hybridep;
+  const LayerTime hybridep = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  CHECK(hybridep.ep - deepep.ep == doctest::Approx(99.966095e-6).epsilon(1e-6));
+  CHECK(hybridep.ep_forward - deepep.ep_forward == doctest::Approx(99.966095e-6).epsilon(1e-6));
 }
 
 TEST_CASE("latency_model tree counts ⌈log2 n⌉ latency steps (§7.4)") {
