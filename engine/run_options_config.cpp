@@ -99,6 +99,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "mla_cp_latent",
                                                  "repeat_kv_heads",
                                                  "sac_saves_attention",
+                                                 "sac_attention_full_ac",
                                                  "expert_shard_group",
                                                  "fsdp_root_and_last_block_unsharded",
                                                  "shard_override",
@@ -221,6 +222,7 @@ void read_parallel_options(const OptionReader& r, const std::string& source, Run
   r.flag("mla_cp_latent", o.mla_cp_latent);
   r.flag("repeat_kv_heads", o.repeat_kv_heads);
   r.flag("sac_saves_attention", o.sac_saves_attention);
+  r.flag("sac_attention_full_ac", o.sac_attention_full_ac);
   if (const auto g = f.optional_int("expert_shard_group")) o.expert_shard_group = *g;
   if (f.has("shard_override")) {
     if (!f.raw("shard_override").IsMap()) f.fail("shard_override", "expected a map {P: n, G: n, OS: n}");

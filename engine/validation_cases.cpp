@@ -332,6 +332,9 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   // compute capability 10 before pytorch/torchtitan#2095), e.g. "per-op SAC recomputes the cuDNN
   // attention".
   if (clause_states(other, {"sac recomputes", "attention"})) vc.run.options.sac_saves_attention = false;
+  // And torchtitan's FlexAttention split of 2025 (per-op SAC on the FFN or MoE only), e.g. "the
+  // attention under full AC, per-op SAC on the MoE".
+  if (clause_states(other, {"attention under full ac"})) vc.run.options.sac_attention_full_ac = true;
   // A pipeline whose every stage, the last with its logits, kept its outputs until the step's end:
   // torchtitan before it stepped with return_outputs=False (pytorch#165822, October 2025).
   if (clause_states(other, {"every stage keeps its outputs"})) vc.run.options.pipeline_outputs = PipelineOutputs::all;

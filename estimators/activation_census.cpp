@@ -1,6 +1,7 @@
 #include "estimators/activation_census.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "estimators/sapp_nd_attention.hpp"
 #include "estimators/seed_conventions.hpp"
@@ -210,17 +211,26 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
 
 }  // namespace
 
-// torchtitan's "op" selective AC (torchtitan/models/llama3/parallelize: _save_list and the
-// every-second-mm rule): per layer the mm outputs in call order are wq, wk, wv, wo, w1, w3, w2;
-// the odd ones (wq, wv, w1, w2) are saved, with the attention output and its log-sum-exp and the
-// outputs of reduce-scatters; the block input is the checkpoint's own input.
-//
-// An MoE layer (torchtitan/distributed/activation_checkpoint.py with models/common/moe.py and
-// token_dispatcher.py, torchtitan b5bcd76): the router's gate is forced to recompute and not
-// counted, the routed experts run as grouped GEMMs (torch._grouped_mm, not an mm, recomputed), so
-// the count goes on with the shared expert's w1 (saved), w3, w2 (saved). Kept besides: topk's fp32
-// scores and int64 indices (12 bytes per routed slot) and, with expert parallelism, the
-// all-to-all outputs of dispatch (k·ρ rows received) and combine (k rows).
+// torchtitan's "op" selective AC (torchtitan/distributed/activation_checkpoint.py, _apply_op_sac:
+// its save list and the every-second-mm rule): the matmuls of a checkpointed region are counted in
+// call order and the odd-numbered ones are saved, with the attention kernel's output and
+// log-sum-exp and the outputs of reduce-scatters and all-to-alls; the region's input is the
+// checkpoint's own. Per layer the matmuls run:
+//  - GQA attention: wq, wk, wv, wo (models/llama3/model.py): wq and wv saved;
+//  - MLA attention (models/deepseek_v3/model.py): wq, wkv_a, wkv_b, wo, or with a query latent
+//    wq_a, wq_b, wkv_a, wkv_b, wo. Under TP the latent projections wq_a and wkv_a are replicated
+//    (NoParallel in its parallelize.py), so their outputs are whole on every rank, and wo's is its
+//    partial sum before the reduce-scatter;
+//  - a dense FFN: w1, w3, w2; an MoE layer: the router's gate (forced to recompute, not counted),
+//    the routed experts as grouped GEMMs (torch._grouped_mm: not an mm, recomputed), then the
+//    shared expert's w1, w3, w2. Kept besides: topk's fp32 scores and int64 indices (12 bytes per
+//    routed slot) and, with expert parallelism, the all-to-all outputs of dispatch (k·ρ rows
+//    received) and combine (k rows).
+// With FlexAttention and the model not compiled, torchtitan from #1683 (September 2025) to #2118
+// (December 2025) wrapped only the FFN or MoE in op SAC and the attention in full AC
+// (_apply_op_sac_to_transformer_block_with_flex; RunOptions::sac_attention_full_ac): the attention
+// keeps only its input, the two norms outside either region keep their inputs and fp32 rstd, and
+// the FFN's count starts afresh.
 //
 // Eager, SAC stores every must-save op's output until the backward, read or not
 // (torch/utils/checkpoint.py, _CachingTorchDispatchMode). Under torch.compile the must-save tag
@@ -229,40 +239,100 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
 // FFN's output — w2's, its TP partial sum and its reduce-scatter — since w2's backward needs its
 // input and the residual add none of its operands. wo's reduce-scatter output is still kept: the
 // FFN norm's input is recomputed from it.
-void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, Census& c) {
-  if (m.attention != AttentionKind::gqa) return;
-  const double b = run.options.beta_a;
+namespace {
+
+// Where a saved matmul output lives: split over TP ranks, whole on each (a replicated or a
+// row-parallel matmul under TP), or the layer's width h on the SP shard.
+enum class Placement : std::uint8_t { tp_split, unsplit, residual };
+struct SacMatmul {
+  double width;
+  Placement placement;
+};
+
+// The attention's matmuls in call order (at most five; a fixed array: the search scores without
+// allocating, tests/scoring_allocations.cpp).
+struct SacMatmuls {
+  std::array<SacMatmul, 5> mm{};
+  std::size_t count = 0;
+  void push(double width, Placement placement) { mm[count++] = {width, placement}; }
+};
+
+SacMatmuls attention_matmuls(const Model& m, const Strategy& s) {
   const double h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
-  const double dh = static_cast<double>(m.head_dim);
-  const double kv = static_cast<double>(replicated_kv_heads(m, s));
-  const double kernel = run.options.sac_saves_attention ? b * a * dh + run.options.beta_lse * a : 0;
-  const double attention = b * (a * dh + kv * dh) + kernel;  // wq, wv, the attention's output and statistics
-  c.sac_saved = b * h;                                       // block input
-  if (ffn == FfnKind::dense) {
-    c.sac_saved_tp = attention + b * static_cast<double>(m.ffn);  // w1
+  const Placement out = s.tp > 1 ? Placement::unsplit : Placement::residual;  // wo
+  SacMatmuls list;
+  if (m.attention == AttentionKind::gqa) {
+    const double dh = static_cast<double>(m.head_dim), kv = static_cast<double>(replicated_kv_heads(m, s));
+    list.push(a * dh, Placement::tp_split);   // wq
+    list.push(kv * dh, Placement::tp_split);  // wk
+    list.push(kv * dh, Placement::tp_split);  // wv
+    list.push(h, out);                        // wo
+    return list;
+  }
+  const double d_qk = static_cast<double>(m.qk_head_dim());
+  const double d_kv = static_cast<double>(m.qk_nope_dim + m.v_head_dim);
+  const double latent = static_cast<double>(m.kv_lora_rank + m.qk_rope_dim);
+  const Placement replicated = s.tp > 1 ? Placement::unsplit : Placement::residual;
+  if (m.q_lora_rank > 0) list.push(static_cast<double>(m.q_lora_rank), replicated);  // wq_a
+  list.push(a * d_qk, Placement::tp_split);                                          // wq or wq_b
+  list.push(latent, replicated);                                                     // wkv_a
+  list.push(a * d_kv, Placement::tp_split);                                          // wkv_b
+  list.push(h, out);                                                                 // wo
+  return list;
+}
+
+}  // namespace
+
+void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, FfnKind ffn, Census& c) {
+  if (m.attention != AttentionKind::gqa && m.attention != AttentionKind::mla) return;
+  const RunOptions& o = run.options;
+  const double b = o.beta_a, h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
+  const double v_width = a * static_cast<double>(m.attention == AttentionKind::mla ? m.v_head_dim : m.head_dim);
+  c.sac_saved = 0;
+  c.sac_saved_tp = 0;
+  c.sac_unsplit = 0;
+  const auto keep = [&](const SacMatmul& mm) {
+    const double bytes = b * mm.width;
+    if (mm.placement == Placement::tp_split) c.sac_saved_tp += bytes;
+    if (mm.placement == Placement::unsplit) c.sac_unsplit += bytes;
+    if (mm.placement == Placement::residual) c.sac_saved += bytes;
+  };
+  int count = 0;  // matmuls so far in the current region
+  if (o.sac_attention_full_ac) {
+    // The attention's checkpoint keeps its input (the attention norm's output); each norm keeps
+    // its input and fp32 rstd; the FFN's checkpoint keeps its input (the FFN norm's output).
+    c.sac_saved = 2 * b * h + 2 * (b * h + 4);
   } else {
-    const double k = static_cast<double>(m.top_k);
-    const double rho =
-        run.options.moe_mode == MoeMode::capacity ? run.options.capacity_factor : run.options.moe_imbalance;
-    const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
-    c.sac_saved_tp = attention + b * fsh;                // the shared expert's w1
-    c.sac_saved += 12 * k;                               // topk: fp32 scores, int64 indices
-    if (s.ep > 1) c.sac_saved += b * h * k * (rho + 1);  // dispatch and combine all-to-all outputs
-    if (fsh == 0) {                                      // no w2 output to keep; wo's reduce-scatter only
+    c.sac_saved = b * h;  // the block input
+    const SacMatmuls attention = attention_matmuls(m, s);
+    for (std::size_t i = 0; i < attention.count; ++i) {
+      if (++count % 2 == 1) keep(attention.mm[i]);
+    }
+    if (o.sac_saves_attention) c.sac_saved_tp += b * v_width + o.beta_lse * a;  // output, log-sum-exp
+    if (s.tp > 1) c.sac_saved += b * h;                                         // wo's reduce-scatter output
+  }
+  // The FFN's (or shared expert's) w1, w3, w2: w2's output is not kept under torch.compile, whose
+  // backward never reads it; under TP it is the partial sum before its reduce-scatter, whose
+  // output is kept too.
+  const bool ffn_output_kept = !o.torch_compile;
+  const auto ffn_matmuls = [&](double f) {
+    if (++count % 2 == 1) keep({f, Placement::tp_split});  // w1
+    if (++count % 2 == 1) keep({f, Placement::tp_split});  // w3
+    if (++count % 2 == 1 && ffn_output_kept) {             // w2
+      keep({h, s.tp > 1 ? Placement::unsplit : Placement::residual});
       if (s.tp > 1) c.sac_saved += b * h;
-      return;
     }
+  };
+  if (ffn == FfnKind::dense) {
+    ffn_matmuls(static_cast<double>(m.ffn));
+    return;
   }
-  const bool ffn_output_kept = !run.options.torch_compile;
-  if (s.tp > 1) {
-    c.sac_saved += b * h;  // wo's reduce-scatter output
-    if (ffn_output_kept) {
-      c.sac_unsplit = b * h;  // w2's partial sum, full sequence
-      c.sac_saved += b * h;   // w2's reduce-scatter output
-    }
-  } else if (ffn_output_kept) {
-    c.sac_saved += b * h;  // w2 output
-  }
+  const double k = static_cast<double>(m.top_k);
+  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+  c.sac_saved += 12 * k;                               // topk: fp32 scores, int64 indices
+  if (s.ep > 1) c.sac_saved += b * h * k * (rho + 1);  // dispatch and combine all-to-all outputs
+  const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
+  if (fsh > 0) ffn_matmuls(fsh);
 }
 
 Census analytic_census(const Model& m, const Run& run, const Strategy& s, FfnKind ffn) {

@@ -155,7 +155,13 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
   const int sel = static_cast<int>(Recompute::selective);
   const RecomputeSwitches sw = switches_for(run, s);
   const bool op_sac = run.options.selective_policy == SelectivePolicy::torchtitan_op_sac;
-  if (op_sac && ffn == FfnKind::moe) {
+  if (op_sac && run.options.sac_attention_full_ac) {
+    // torchtitan's FlexAttention split (activation_census.cpp): the attention under full AC reruns
+    // its whole forward, the FFN or MoE as below.
+    const double ffn_part = ffn == FfnKind::moe ? ffn_proj_f + 0.5 * shared_f + routing_sac : 0.5 * ffn_proj_f;
+    t.recompute[sel] = att_proj_f + t.core_forward + ffn_part;
+    t.recompute_repeats_cp[sel] = true;
+  } else if (op_sac && ffn == FfnKind::moe) {
     // torchtitan's op SAC on an MoE layer: every other attention matmul, every routed expert's
     // grouped GEMM (not in its save list), every other shared-expert matmul (activation_census.cpp).
     t.recompute[sel] = 0.5 * att_proj_f + ffn_proj_f + 0.5 * shared_f + routing_sac;
@@ -170,7 +176,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     if (!sw.dense_mlp && ffn == FfnKind::dense) t.recompute[sel] += ffn_proj_f;  // Megatron's `mlp` module
   }
   // An attention kernel op SAC's save list misses is rerun (RunOptions::sac_saves_attention).
-  if (op_sac && !run.options.sac_saves_attention) {
+  if (op_sac && !run.options.sac_saves_attention && !run.options.sac_attention_full_ac) {
     t.recompute[sel] += t.core_forward;
     t.recompute_repeats_cp[sel] = true;
   }

@@ -226,6 +226,11 @@ struct RunOptions {
   // (December 2025). false: the attention output and its statistics are not kept, and the
   // backward reruns the attention forward.
   bool sac_saves_attention = true;
+  // torchtitan with FlexAttention and the model not compiled, from pytorch/torchtitan#1683
+  // (September 2025) to #2118 (December 2025): per-op SAC wraps only the FFN or MoE and the
+  // attention runs under full AC (_apply_op_sac_to_transformer_block_with_flex;
+  // activation_census.cpp).
+  bool sac_attention_full_ac = false;
   // memory-model.md §3.1: the routed experts' shard group G_e, instead of G·tp/(ep·etp).
   std::optional<std::int64_t> expert_shard_group;
   // memory-model.md §3.2: the non-expert divisors Z_P, Z_G, Z_OS set directly (MindSpore's

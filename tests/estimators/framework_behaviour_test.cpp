@@ -253,6 +253,29 @@ TEST_CASE("torchtitan per-op SAC on an MoE layer keeps the topk and the all-to-a
   CHECK(per_token(ep, e.run, e.strategy, 0).kept_sel == 21'728 + 65'536);
 }
 
+TEST_CASE("torchtitan per-op SAC on MLA counts its five matmuls; the FlexAttention split keeps the norms") {
+  // DeepSeek-V3 (h 7168, 128 heads, q latent 1536, KV latent 512 + rope 64, d_v 128, top-8, one
+  // shared expert of 2048), tp 1, ep 8, eager. The matmuls wq_a, wq_b, wkv_a, wkv_b, wo: the odd
+  // ones saved, 2·(1536 + 576 + 7168) = 18,560; block input 2·7168 = 14,336; attention output
+  // 2·128·128 = 32,768 and log-sum-exp 4·128 = 512; topk 12·8 = 96; dispatch and combine outputs
+  // 2·7168·8·2 = 229,376; the shared expert's count goes on at 6: w1 no, w3 (7) saved 2·2048,
+  // w2 no. 14,336 + 18,560 + 32,768 + 512 + 96 + 229,376 + 4,096 = 299,744 bytes per token.
+  auto c = make_case("deepseek-v3", 8, 4096, 8, "dp=8,ep=8,zero=3,recompute=selective", "torchtitan");
+  c.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
+  CHECK(per_token(analytic_census(c.model, c.run, c.strategy, FfnKind::moe), c.run, c.strategy, 0).kept_sel == 299'744);
+  // FlexAttention with the model not compiled (torchtitan #1683..#2118): the attention under full
+  // AC keeps its input 2·7168, the two norms their inputs and fp32 rstd 2·(2·7168 + 4), the MoE
+  // its input 2·7168; in the MoE's own count the shared w1 (1) and w2 (3) are saved,
+  // 2·2048 + 2·7168: 57,352 + 96 + 229,376 + 4,096 + 14,336 = 305,256.
+  const LayerTime block = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  c.run.options.sac_attention_full_ac = true;
+  CHECK(per_token(analytic_census(c.model, c.run, c.strategy, FfnKind::moe), c.run, c.strategy, 0).kept_sel == 305'256);
+  // The backward reruns the whole attention: its other half of the projections and its core.
+  const LayerTime split = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  const int sel = static_cast<int>(Recompute::selective);
+  CHECK(split.recompute[sel] > block.recompute[sel] + block.core_forward);
+}
+
 TEST_CASE("eager torchtitan keeps SwiGLU unfused and the MoE combine's fp32 copy; compiled, neither") {
   // No recompute, Qwen3-30B-A3B, tp 1: eager adds the silu output per routed slot (2·768 each,
   // k = 8: 12,288) and the fp32 copy of each routed output (4·2048·8 = 65,536) = 77,824 bytes per
