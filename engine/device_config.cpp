@@ -43,6 +43,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
                     "intra_bandwidth",
                     "inter_bandwidth",
                     "eta_max",
+                    "fp8_matmul_ratio",
                     "kernel_overhead",
                     "eta_intra",
                     "eta_inter",
@@ -110,6 +111,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   bounded("overhead_ep_library", d.overhead_ep_library, 0, kPiB);
   bounded("overhead_fixed", d.overhead_fixed, 0, kPiB);
   bounded("eta_max", d.eta_max, 1e-6, 1);
+  bounded("fp8_matmul_ratio", d.fp8_matmul_ratio, 1e-3, 100);
   bounded("kernel_overhead", d.kernel_overhead, 0, 1);
   bounded("eta_intra", d.eta_intra, 1e-6, 1);
   bounded("eta_inter", d.eta_inter, 1e-6, 1);

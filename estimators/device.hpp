@@ -6,6 +6,11 @@
 
 namespace meshfit {
 
+// H100 SXM's fp8 over bf16 maximum achievable matmul FLOPS, 1402.6 / 794.5 TFLOP/s (Stas Bekman's
+// ml-engineering, compute/accelerator/README.md, its BF16 and FP8 MAMF tables): the ratio under
+// which the frameworks' FP8 GEMM speedups were fitted (data/frameworks/*.yaml).
+inline constexpr double kHopperFp8MatmulRatio = 1402.6 / 794.5;
+
 struct Device {
   std::string name;
   // The architecture (ampere, hopper, blackwell, ada, cdna3, cdna4, ascend; "other" when a device
@@ -42,6 +47,10 @@ struct Device {
   double intra_bandwidth = 0;  // B_in, B/s per device and direction
   double inter_bandwidth = 0;  // B_out, B/s per device and direction
   double eta_max = 0.70;
+  // The device's fp8 matmul rate over its bf16 one at their best shapes (maximum achievable matmul
+  // FLOPS, devices.md §2). The frameworks' FP8 speedups were fitted on Hopper, so a device's FP8
+  // linears run at them times fp8_matmul_ratio / kHopperFp8MatmulRatio (layer_time.cpp).
+  double fp8_matmul_ratio = kHopperFp8MatmulRatio;
   double kernel_overhead = 1e-6;  // τ_kern, s
   double eta_intra = 0.70;
   double eta_inter = 0.90;

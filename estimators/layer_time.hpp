@@ -20,7 +20,7 @@ double kernel_time(const Device& d, double eta_fw, double flops);
 struct KernelScales {
   double linear = 1, core = 1, other = 1;
 };
-KernelScales kernel_scales(const Run& run, const Strategy& s);
+KernelScales kernel_scales(const Run& run, const Device& d, const Strategy& s);
 
 struct LayerTime {
   double forward = 0, backward = 0, weight_grad = 0;  // compute (elementwise time included)

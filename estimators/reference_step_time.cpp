@@ -54,7 +54,7 @@ TimeReport reference_step_time(const Model& m, const Run& run, const Cluster& cl
   std::array<RankParams, 2> params{rank_params(layer_params(m, FfnKind::dense, kv_counted), s), RankParams{}};
   times[1] = m.is_moe() ? layer_time(m, run, d, s, FfnKind::moe) : times[0];
   params[1] = m.is_moe() ? rank_params(layer_params(m, FfnKind::moe, kv_counted), s) : params[0];
-  const KernelScales eta = kernel_scales(run, s);
+  const KernelScales eta = kernel_scales(run, d, s);
   const double logits_f = kernel_time(d, eta.other, logits_flops(m, n_tok, v_pad) / shards);
   const double eh_f = kernel_time(d, eta.linear, mtp_projection_flops(m, n_tok) / shards);
   const LossTime loss = loss_time(run, d, s, v_pad);  // the cross-entropy's HBM traffic (§7.3)

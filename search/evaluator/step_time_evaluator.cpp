@@ -58,7 +58,7 @@ struct StageTerms {
 StageTerms stage_terms(const Model& m, const Run& run, const Device& d, const Strategy& s, const LayoutPlan& plan,
                        const LayerTimes& kinds) {
   const RunOptions& o = run.options;
-  const KernelScales eta = kernel_scales(run, s);
+  const KernelScales eta = kernel_scales(run, d, s);
   const double h = static_cast<double>(m.hidden);
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
   const double n_tok = b * seq, shards = static_cast<double>(s.tp * s.cp);

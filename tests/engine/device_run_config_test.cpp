@@ -130,20 +130,26 @@ TEST_CASE("FP8 linears: the GEMM speedup of the scaling recipe, from the framewo
   f.framework = "torchtitan";
   Run titan = make_run(f, true);
   Strategy s;
-  CHECK(kernel_scales(titan, s).linear == 1.0);  // bf16: the profile's eta_fw
+  const Device hopper = load_device("h100-80gb");
+  CHECK(kernel_scales(titan, hopper, s).linear == 1.0);  // bf16: the profile's eta_fw
   titan.options.fp8_linears = true;
   // torchtitan.yaml: the GEMMs alone (its casts are priced apart, fp8_casts: torchao):
   // tensorwise 1.6, rowwise 1.3, each times eta_fw 1.0.
   CHECK(titan.profile.fp8_casts == Fp8Casts::torchao);
-  CHECK(kernel_scales(titan, s).linear == 1.0 * 1.6);
+  CHECK(kernel_scales(titan, hopper, s).linear == 1.0 * 1.6);
   titan.options.fp8_scaling = Fp8Scaling::rowwise;
-  CHECK(kernel_scales(titan, s).linear == 1.0 * 1.3);
+  CHECK(kernel_scales(titan, hopper, s).linear == 1.0 * 1.3);
   // Megatron's profile states no rowwise speedup: rowwise is priced as its tensorwise 1.4.
   f.framework = "megatron";
   Run mega = make_run(f, true);
   mega.options.fp8_linears = true;
   mega.options.fp8_scaling = Fp8Scaling::rowwise;
-  CHECK(kernel_scales(mega, s).linear == 1.0 * 1.4);
+  CHECK(kernel_scales(mega, hopper, s).linear == 1.0 * 1.4);
+  // On B200 the fp8 matmuls gain 3432.5/1745 = 1.9670 (the preset's four places) over bf16 against
+  // H100's 1402.6/794.5 = 1.765387 (their maximum achievable matmul FLOPS): 1.4 · 1.9670 / 1.765387
+  // = 1.559885.
+  const Device b200 = load_device("b200-192gb");
+  CHECK(kernel_scales(mega, b200, s).linear == doctest::Approx(1.559885).epsilon(1e-6));
 }
 
 TEST_CASE("framework profiles set the precision and padding defaults (§2.6)") {

@@ -40,7 +40,7 @@ TEST_CASE("few tokens per expert: the grouped GEMMs wait on HBM; many: on the te
   const auto few = qwen3(128);
   const Device& d = few.cluster.device;
   const double bw = d.eta_hbm * d.hbm_bandwidth;
-  const double eta = kernel_scales(few.run, few.strategy).linear;
+  const double eta = kernel_scales(few.run, d, few.strategy).linear;
   const LayerTime moe = layer_time(few.model, few.run, d, few.strategy, FfnKind::moe);
   // Without the floor the layer's forward would be the sum of its kernels' compute times; the
   // two expert kernels (F = 2·128·8·2048·1536 and 2·128·8·768·2048 FLOPs) are memory-bound here.
@@ -49,7 +49,7 @@ TEST_CASE("few tokens per expert: the grouped GEMMs wait on HBM; many: on the te
   int routed = 0;
   for (std::size_t i = 0; i < f.count; ++i) {
     const bool core = f.ops[i].role == OpRole::core;
-    const double t = kernel_time(d, core ? kernel_scales(few.run, few.strategy).core : eta, f.ops[i].flops);
+    const double t = kernel_time(d, core ? kernel_scales(few.run, d, few.strategy).core : eta, f.ops[i].flops);
     compute += t;
     if (f.ops[i].role == OpRole::ffn_proj) {
       expert_compute += t;
@@ -67,7 +67,7 @@ TEST_CASE("few tokens per expert: the grouped GEMMs wait on HBM; many: on the te
   double all = 0;
   for (std::size_t i = 0; i < g.count; ++i) {
     const bool core = g.ops[i].role == OpRole::core;
-    all += kernel_time(d, core ? kernel_scales(many.run, many.strategy).core : eta, g.ops[i].flops);
+    all += kernel_time(d, core ? kernel_scales(many.run, d, many.strategy).core : eta, g.ops[i].flops);
   }
   CHECK(big.forward == doctest::Approx(all).epsilon(1e-12));
 }

@@ -59,7 +59,7 @@ TEST_CASE("MXFP8: each operand cast along both dimensions, with a scale byte per
   CHECK_BYTES(b.backward, 14'347'730'944.0);
   CHECK_FALSE(fp8_tp_all_gathers(c.run, c.strategy));
   // Its GEMMs at the profile's MXFP8 speedup (torchtitan states none: the tensorwise 1.6).
-  CHECK(kernel_scales(c.run, c.strategy).linear == 1.6);
+  CHECK(kernel_scales(c.run, c.cluster.device, c.strategy).linear == 1.6);
 }
 
 TEST_CASE("eager casts cost the profile's eager/compiled ratio; bf16 and Megatron price none") {
