@@ -58,8 +58,11 @@ TEST_CASE("MXFP8: each operand cast along both dimensions, with a scale byte per
   CHECK_BYTES(b.forward, 6'871'908'352.0);
   CHECK_BYTES(b.backward, 14'347'730'944.0);
   CHECK_FALSE(fp8_tp_all_gathers(c.run, c.strategy));
-  // Its GEMMs at the profile's MXFP8 speedup (torchtitan states none: the tensorwise 1.6).
-  CHECK(kernel_scales(c.run, c.cluster.device, c.strategy).linear == 1.6);
+  // Its GEMMs at the profile's MXFP8 speedup: the tensorwise 1.6 times Transformer Engine's B300
+  // GEMM benchmark, per-tensor FP8 6.812 ms over MXFP8 7.161 ms a layer: 1.522 (H100-96GB's fp8
+  // matmul ratio is Hopper's, so no device scaling).
+  CHECK(kernel_scales(c.run, c.cluster.device, c.strategy).linear ==
+        doctest::Approx(1.6 * 6.812 / 7.161).epsilon(1e-4));
 }
 
 TEST_CASE("eager casts cost the profile's eager/compiled ratio; bf16 and Megatron price none") {
