@@ -276,6 +276,14 @@ TEST_CASE("torchtitan per-op SAC on MLA counts its five matmuls; the FlexAttenti
   CHECK(split.recompute[sel] > block.recompute[sel] + block.core_forward);
 }
 
+TEST_CASE("validate: a case saying the attention ran under full AC takes torchtitan's FlexAttention split") {
+  const auto cases = load_validation_cases(test::data_path("validation/flex-attention-split.yaml"));
+  REQUIRE(cases.size() == 3);
+  CHECK(cases[0].run.options.sac_attention_full_ac);
+  CHECK_FALSE(cases[1].run.options.sac_attention_full_ac);  // negated
+  CHECK_FALSE(cases[2].run.options.sac_attention_full_ac);  // unstated: the whole block under SAC
+}
+
 TEST_CASE("eager torchtitan keeps SwiGLU unfused and the MoE combine's fp32 copy; compiled, neither") {
   // No recompute, Qwen3-30B-A3B, tp 1: eager adds the silu output per routed slot (2·768 each,
   // k = 8: 12,288) and the fp32 copy of each routed output (4·2048·8 = 65,536) = 77,824 bytes per
