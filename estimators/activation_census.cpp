@@ -194,7 +194,7 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
   const double E = static_cast<double>(m.experts), k = static_cast<double>(m.top_k);
   const double n_up = m.gated ? 2 : 1;
-  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+  const double rho = routed_load_factor(o);
   const double n_asg = k * rho;
   const double lin = linear_input_bytes(run);
   ffn_input(m, run, FfnKind::moe, c);
@@ -328,7 +328,7 @@ void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, FfnKind f
     return;
   }
   const double k = static_cast<double>(m.top_k);
-  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+  const double rho = routed_load_factor(o);
   c.sac_saved += 12 * k;                               // topk: fp32 scores, int64 indices
   if (s.ep > 1) c.sac_saved += b * h * k * (rho + 1);  // dispatch and combine all-to-all outputs
   const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);

@@ -55,7 +55,7 @@ double cp_buffer_transient(const Model& m, const Run& run, const Strategy& s, st
 
 double ep_buffer_transient(const Model& m, const Run& run, const Strategy& s, double n_cp) {
   const RunOptions& o = run.options;
-  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+  const double rho = routed_load_factor(o);
   return (n_cp / static_cast<double>(s.sigma())) * static_cast<double>(m.top_k) * rho * static_cast<double>(m.hidden) *
          o.beta_a * (1 + static_cast<double>(s.etp));
 }

@@ -377,7 +377,7 @@ LayerTime layer_time(const Model& m, const Run& run, const Device& d, const Stra
   LayerTime t;
   const RunOptions& o = run.options;
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
-  const double rho = o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+  const double rho = routed_load_factor(o);
   const LayerFlops flops = layer_flops(m, ffn, b * seq, seq, b, rho);
   compute_time(t, m, run, d, s, ffn, flops, rho);
   tp_time(t, m, run, d, s, ffn);

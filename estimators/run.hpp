@@ -281,6 +281,12 @@ struct RunOptions {
   Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;
 };
 
+// ρ_e: routed rows per token and top-k slot, as the capacity factor drops or pads them, or as the
+// dropless router's imbalance loads the busiest rank (memory-model.md §7.4.5).
+inline double routed_load_factor(const RunOptions& o) {
+  return o.moe_mode == MoeMode::capacity ? o.capacity_factor : o.moe_imbalance;
+}
+
 struct Run {
   // The trainer the strategy must run on (the search's trainer_target policy), when one is named.
   std::optional<Framework> target;
