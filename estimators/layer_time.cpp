@@ -327,9 +327,10 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     // executor.cu, Executor::allgather_routing_map: NCCL's all_gather_into_tensor across nodes,
     // its own 32-SM kernel inside one). Forward only: the backward's dispatch and combine reuse
     // the forward's handle (Megatron-LM moe/fused_a2a.py, HybridEPDispatch and HybridEPCombine).
-    const double planning = o.ep_dispatch == EpDispatch::hybridep
-                                ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts))
-                                : 0;
+    double planning = o.ep_dispatch == EpDispatch::hybridep
+                          ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts))
+                          : 0;
+    planning += split_exchange_time(m, run, d, s);
     if (s.etp > 1) {
       const Group etp = make_group(d, 1, s.etp, tree);
       forward +=
@@ -350,6 +351,21 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
 }
 
 }  // namespace
+
+double split_exchange_time(const Model& m, const Run& run, const Device& d, const Strategy& s) {
+  const RunOptions& o = run.options;
+  if (o.ep_dispatch != EpDispatch::all_to_all || o.moe_mode != MoeMode::dropless) return 0;
+  const double counts = 8 * static_cast<double>(m.experts);
+  switch (run.profile.framework) {
+    case Framework::megatron: {
+      const Group tp_ep = make_group(d, 1, s.etp * s.ep, o.latency_tree);
+      return all_gather(tp_ep, static_cast<double>(s.etp * s.ep) * counts);
+    }
+    case Framework::torchtitan: return all_to_all(make_group(d, s.etp, s.ep, o.latency_tree), d, counts);
+    case Framework::deepspeed: return 0;
+  }
+  return 0;
+}
 
 LossTime loss_time(const Run& run, const Device& d, const Strategy& s, double v_pad) {
   const double elements = static_cast<double>(s.micro_batch) * static_cast<double>(run.seq) /

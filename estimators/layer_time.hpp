@@ -53,6 +53,18 @@ LossTime loss_time(const Run& run, const Device& device, const Strategy& s, doub
 // get_individual_gemm_time_sympy).
 double expert_gemm_bytes(const Model& m, const Run& run, const Strategy& s, bool up, double rho);
 
+// The split exchange of a dropless all-to-all dispatch: before the token all-to-all each rank must
+// learn how many tokens every other rank sends it, as one int64 count per expert. Megatron's
+// alltoall dispatcher all-gathers each rank's E counts over the ETP×EP group
+// (megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher.preprocess:
+// gather_from_sequence_parallel_region of num_local_tokens_per_expert, skipped when drop-and-pad
+// fixes the counts); torchtitan all-to-alls them over the EP group (torchtitan/models/common/
+// token_dispatcher.py, _token_count_exchange). A few kilobytes: the collective's latency steps.
+// Forward only, as the backward reuses the splits. 0 for DeepEP and HybridEP, whose kernels count
+// for themselves (layer_time prices HybridEP's routing-map all-gather), and for DeepSpeed, whose
+// capacity all-to-all has fixed splits.
+double split_exchange_time(const Model& m, const Run& run, const Device& d, const Strategy& s);
+
 // One body layer of FFN flavour `ffn` under strategy `s` (on `device`, for `run`).
 LayerTime layer_time(const Model& m, const Run& run, const Device& device, const Strategy& s, FfnKind ffn);
 

@@ -124,17 +124,17 @@ TEST_CASE("E4: Mixtral-8x7B, pp 4 (1F1B) x dp 16 with ep 8") {
   const LayerTime l = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   CHECK_CLOSE(l.forward * 1e3, 4.8728);
   CHECK_CLOSE(l.backward * 1e3, 9.8435);
-  CHECK_CLOSE(l.ep * 1e3, 2 * 0.4008);
+  CHECK_CLOSE(l.ep * 1e3, 2 * 0.4008 + 0.0140);  // the forward's split exchange once
   const TimeReport r = timing(c);
-  CHECK_CLOSE(r.stages[0].tau, 0.12565);
-  CHECK_CLOSE(r.stages[3].tau, 0.13030);
-  CHECK_CLOSE(r.pipe, 2.4618);
-  CHECK_CLOSE(r.bubble, 0.3769);
+  CHECK_CLOSE(r.stages[0].tau, 0.12576);
+  CHECK_CLOSE(r.stages[3].tau, 0.13041);
+  CHECK_CLOSE(r.pipe, 2.4639);
+  CHECK_CLOSE(r.bubble, 0.3773);
   CHECK_DIGITS(r.tail * 1e3, 12.6, 1);
-  CHECK_CLOSE(r.step, 2.4744);
-  CHECK_CLOSE(r.tokens_per_sec_per_device, 6621.5);
+  CHECK_CLOSE(r.step, 2.4765);
+  CHECK_CLOSE(r.tokens_per_sec_per_device, 6615.8);
   CHECK_CLOSE(r.model_flops, 8.35849e16);
-  CHECK_DIGITS(r.mfu, 0.534, 3);
+  CHECK_DIGITS(r.mfu, 0.533, 3);
 }
 
 TEST_CASE("E5: Llama-3.1-405B, tp 8 x pp 8 (interleaved, vpp 2) x dp 16, embedding and loss as layers") {

@@ -163,7 +163,8 @@ TEST_CASE("overlap switches of §7.6 expose what they say") {
     const LayerTime hidden = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
     REQUIRE(plain.ep > plain.forward + plain.backward);  // 64 ranks over 8 nodes: the NICs bound
     CHECK(hidden.ep == doctest::Approx(plain.ep - (plain.forward + plain.backward)));
-    CHECK(hidden.ep_forward == doctest::Approx(hidden.ep / 2));
+    // Each direction keeps its share: the forward's all-to-alls and its split exchange.
+    CHECK(hidden.ep_forward == doctest::Approx(hidden.ep * plain.ep_forward / plain.ep));
   }
   {  // Megatron's overlap_p2p_comm: no PP hop exposed.
     auto c = base;
@@ -201,18 +202,52 @@ TEST_CASE("DeepEP-style dispatch sends a token once per other node holding its e
   // 15·5 µs + max(15/16·S_d/(0.7·450e9), 16,725,276/(0.66·0.9·50e9)) = 638.1406 µs (η_a2a_inter
   // 0.66, data/devices/h100-80gb.yaml); the layer has dispatch and combine, forward and backward:
   // 4 × that = 2.552562 ms. The per-expert all-to-all instead:
-  // 15·5 µs + max(7/16·S_d/(0.7·450e9), 8/16·S_d/(0.66·0.9·50e9)), × 4 = 9.338231 ms.
+  // 15·5 µs + max(7/16·S_d/(0.7·450e9), 8/16·S_d/(0.66·0.9·50e9)), × 4 = 9.338231 ms, and its
+  // forward split exchange (Megatron's all-gather of 128 int64 counts per rank over the 16 ranks,
+  // 16,384 B: 15·5 µs + 15/16·16,384/315e9 = 75.048762 µs) = 9.413280 ms.
   auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
   const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
-  CHECK(plain.ep == doctest::Approx(0.00933823084175084).epsilon(1e-9));
+  CHECK(plain.ep == doctest::Approx(0.00941327960317460).epsilon(1e-9));
   c.run.options.ep_dispatch = EpDispatch::deepep;
   const LayerTime dedup = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   CHECK(dedup.ep == doctest::Approx(0.0025525624242424237).epsilon(1e-9));
-  // Inside one node there is nothing to deduplicate.
+  // Inside one node there is nothing to deduplicate: the same all-to-alls, without the split
+  // exchange (8·128·8 = 8,192 B over 8 ranks: 7·2 µs + 7/8·8,192/315e9 = 14.022756 µs).
   auto one = make_case("qwen3-30b-a3b", 8, 4096, 1024, "dp=8,ep=8,zero=1,mbs=1");
   const double in_node = layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep;
   one.run.options.ep_dispatch = EpDispatch::deepep;
-  CHECK(layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep == in_node);
+  CHECK(in_node - layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe).ep ==
+        doctest::Approx(14.022756e-6).epsilon(1e-6));
+}
+
+TEST_CASE("an all-to-all dispatch first exchanges its splits, once per forward") {
+  // Megatron all-gathers E int64 counts per rank over the ETP×EP group; torchtitan all-to-alls
+  // them over the EP group (layer_time.hpp, split_exchange_time).
+  auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
+  const Device& d = c.cluster.device;
+  // 16 ranks over two nodes: 15·5 µs + 15/16·(16·128·8 = 16,384 B)/315e9 = 75.048762 µs.
+  CHECK(split_exchange_time(c.model, c.run, d, c.strategy) == doctest::Approx(75.048762e-6).epsilon(1e-6));
+  // torchtitan: each rank sends its 1,024 B of counts, 7/16 of them inside the node and 8/16 out:
+  // 15·5 µs + max(7/16·1,024/315e9, 8/16·1,024/(0.66·0.9·50e9)) = 75 µs + 0.017239 µs.
+  c.run.profile.framework = Framework::torchtitan;
+  CHECK(split_exchange_time(c.model, c.run, d, c.strategy) == doctest::Approx(75.017239e-6).epsilon(1e-6));
+  // Fixed splits or kernels that count for themselves: nothing.
+  c.run.profile.framework = Framework::deepspeed;
+  CHECK(split_exchange_time(c.model, c.run, d, c.strategy) == 0);
+  c.run.profile.framework = Framework::megatron;
+  c.run.options.moe_mode = MoeMode::capacity;
+  CHECK(split_exchange_time(c.model, c.run, d, c.strategy) == 0);
+  c.run.options.moe_mode = MoeMode::dropless;
+  c.run.options.ep_dispatch = EpDispatch::hybridep;
+  CHECK(split_exchange_time(c.model, c.run, d, c.strategy) == 0);
+  // The backward reuses the splits: inside one node the all-to-all dispatcher's whole excess over
+  // DeepEP's is its forward's.
+  auto one = make_case("qwen3-30b-a3b", 8, 4096, 1024, "dp=8,ep=8,zero=1,mbs=1");
+  const LayerTime a2a = layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe);
+  one.run.options.ep_dispatch = EpDispatch::deepep;
+  const LayerTime dedup = layer_time(one.model, one.run, one.cluster.device, one.strategy, FfnKind::moe);
+  CHECK(a2a.ep_forward - dedup.ep_forward == doctest::Approx(a2a.ep - dedup.ep));
+  CHECK(a2a.ep - dedup.ep == doctest::Approx(14.022756e-6).epsilon(1e-6));
 }
 
 TEST_CASE("HybridEP all-gathers the routing map before each forward dispatch") {
