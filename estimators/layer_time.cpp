@@ -210,10 +210,8 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     } else {
       c[1] = c[3] = all_reduce(tp, S);  // after the attention's and the FFN's output projections
     }
-    const double gathers = c[0] + c[2], raw = c[0] + c[1] + c[2] + c[3];
-    const double share = raw > 0 ? gathers / raw : 0;  // the all-gathers' part
     const double tpd = static_cast<double>(s.tp);
-    double forward = 0;
+    double e[4] = {0, 0, 0, 0};  // each collective's exposed time, after §7.6's ω_tp
     for (int i = 0; i < 4; ++i) {
       double exposed = c[i];
       if (s.tp_comm_overlap) {
@@ -228,18 +226,19 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
         const double ideal = c[i] / tpd + std::max(0.0, c[i] - t.tp_pair_gemm[i]) * (tpd - 1) / tpd;
         exposed -= run.profile.tp_overlap_efficiency * (c[i] - ideal);
       }
-      forward += exposed;
+      e[i] = exposed * (1 - o.tp_overlap);  // §7.6: ω_tp hidden
     }
-    forward *= 1 - o.tp_overlap;  // §7.6: ω_tp hidden
+    const double forward = e[0] + e[1] + e[2] + e[3];
     t.tp_forward = forward;
     t.tp = 2 * forward;
     // Full recompute repeats every forward collective. torchtitan's per-op SAC saves the
     // reduce-scatters' outputs but not the all-gathers' (distributed/activation_checkpoint.py,
     // its comm_ops list), and the backward needs each all-gathered input for its weight gradient:
-    // the all-gathers run again: their share of SP's forward collectives.
+    // the all-gathers run again. Under its FlexAttention split (sac_attention_full_ac) the
+    // attention is under full AC: its reduce-scatter reruns with it, the FFN's all-gather as above.
     t.tp_recompute[static_cast<int>(Recompute::full)] = forward;
     if (s.sp && o.selective_policy == SelectivePolicy::torchtitan_op_sac) {
-      t.tp_recompute[static_cast<int>(Recompute::selective)] = forward * share;
+      t.tp_recompute[static_cast<int>(Recompute::selective)] = e[0] + e[2] + (o.sac_attention_full_ac ? e[1] : 0);
     }
   }
 }

@@ -276,6 +276,24 @@ TEST_CASE("torchtitan per-op SAC on MLA counts its five matmuls; the FlexAttenti
   CHECK(split.recompute[sel] > block.recompute[sel] + block.core_forward);
 }
 
+TEST_CASE(
+    "torchtitan's op SAC with SP reruns the all-gathers; the FlexAttention split the attention's reduce-scatter") {
+  // Llama-3.1-8B, tp 2 with SP inside one H100 node, b 1, s 8192: each collective moves
+  // S = 8192·4096·2 = 67,108,864 B, α_intra 2 µs + 1/2·S/(0.7·450e9) = 108.522 µs.
+  auto c = make_case("llama-3.1-8b", 8, 8192, 8, "tp=2,sp=true,zero=3,recompute=selective", "torchtitan");
+  c.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
+  const double one = 2e-6 + 0.5 * 67'108'864.0 / 315e9;
+  const int sel = static_cast<int>(Recompute::selective);
+  // Op SAC saves the reduce-scatters' outputs: the two all-gathers run again.
+  const LayerTime sac = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
+  CHECK(sac.tp_forward == doctest::Approx(4 * one).epsilon(1e-9));
+  CHECK(sac.tp_recompute[sel] == doctest::Approx(2 * one).epsilon(1e-9));
+  // Under the split the attention reruns whole, its reduce-scatter too: 3 × 108.522 µs.
+  c.run.options.sac_attention_full_ac = true;
+  const LayerTime split = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::dense);
+  CHECK(split.tp_recompute[sel] == doctest::Approx(3 * one).epsilon(1e-9));
+}
+
 TEST_CASE("validate: a case saying the attention ran under full AC takes torchtitan's FlexAttention split") {
   const auto cases = load_validation_cases(test::data_path("validation/flex-attention-split.yaml"));
   REQUIRE(cases.size() == 3);
