@@ -47,7 +47,12 @@ double Band::quantile(double q) const {
   return ratios[i] + (h - static_cast<double>(i)) * (ratios[i + 1] - ratios[i]);
 }
 
-Band band_for(const std::vector<Residual>& residuals, const Family& f, Quantity q) {
+double Band::likely(double q) const {
+  const double median = quantile(0.5);
+  return median * std::pow(quantile(q) / median, widening);
+}
+
+Band band_for(const std::vector<Residual>& residuals, const Family& f, Quantity q, double widening) {
   // The levels from the family itself to every case, each with the words that name it.
   struct Level {
     std::function<bool(const Family&)> in;
@@ -74,20 +79,55 @@ Band band_for(const std::vector<Residual>& residuals, const Family& f, Quantity 
       b.ratios = std::move(ratios);
       b.cases = static_cast<std::int64_t>(b.ratios.size());
       b.basis = std::to_string(b.cases) + " " + level.name + " cases";
+      if (&level != &levels.front() && b.cases > 0) {
+        b.widening = widening;
+        if (widening != 1) b.basis += ", widened x" + fixed(widening, 2) + " for an unmeasured family";
+      }
       break;
     }
   }
-  b.lo = b.quantile(0.10);
-  b.hi = b.quantile(0.90);
+  b.lo = b.likely(0.10);
+  b.hi = b.likely(0.90);
   return b;
 }
 
+double borrowed_widening(const std::vector<Residual>& residuals, Quantity q) {
+  struct Trial {
+    double ratio, median, lo, hi;
+  };
+  std::vector<Trial> trials;
+  for (const auto& r : residuals) {
+    const auto& v = q == Quantity::memory ? r.memory : r.step_time;
+    if (!v) continue;
+    std::vector<Residual> others;
+    for (const auto& o : residuals) {
+      if (!(o.family == r.family)) others.push_back(o);
+    }
+    const Band b = band_for(others, r.family, q);
+    if (b.cases == 0) continue;
+    trials.push_back({*v, b.quantile(0.5), b.quantile(0.10), b.quantile(0.90)});
+  }
+  if (trials.empty()) return 1;
+  constexpr double kStep = 0.25, kMost = 5;
+  double w = 1;
+  for (; w < kMost; w += kStep) {
+    std::size_t inside = 0;
+    for (const auto& t : trials) {
+      if (t.ratio >= t.median * std::pow(t.lo / t.median, w) && t.ratio <= t.median * std::pow(t.hi / t.median, w))
+        ++inside;
+    }
+    if (static_cast<double>(inside) >= kBorrowedCoverage * static_cast<double>(trials.size())) break;
+  }
+  return w;
+}
+
 Band memory_band(const Model& m, const Run& run, const Cluster& c, const Strategy& s) {
-  return band_for(bundled_residuals(), family_of(m, run, c, s), Quantity::memory);
+  return band_for(bundled_residuals(), family_of(m, run, c, s), Quantity::memory, bundled_widening(Quantity::memory));
 }
 
 Band step_time_band(const Model& m, const Run& run, const Cluster& c, const Strategy& s) {
-  return band_for(bundled_residuals(), family_of(m, run, c, s), Quantity::step_time);
+  return band_for(bundled_residuals(), family_of(m, run, c, s), Quantity::step_time,
+                  bundled_widening(Quantity::step_time));
 }
 
 std::string residuals_yaml(const std::vector<Residual>& residuals, const std::vector<std::string>& sources) {
@@ -139,6 +179,12 @@ const std::vector<Residual>& bundled_residuals() {
   return residuals;
 }
 
+double bundled_widening(Quantity q) {
+  static const double memory = borrowed_widening(bundled_residuals(), Quantity::memory);
+  static const double step_time = borrowed_widening(bundled_residuals(), Quantity::step_time);
+  return q == Quantity::memory ? memory : step_time;
+}
+
 std::optional<double> parse_fit_margin(const std::optional<std::string>& text, const InputOrigin& origin) {
   if (!text || *text == "none") return std::nullopt;
   const std::string& t = *text;
@@ -159,10 +205,10 @@ void apply_fit_margin(Run& run, const Model& m, const Cluster& c, std::optional<
     // A margin, never a loosening: where the family's runs measured below their estimates the
     // estimate itself must still fit (the factor is at least 1).
     run.options.fit_factor[static_cast<std::size_t>(r)] =
-        quantile
-            ? std::max(1.0,
-                       band_for(bundled_residuals(), family_of(m, run, c, s), Quantity::memory).quantile(*quantile))
-            : 1;
+        quantile ? std::max(1.0, band_for(bundled_residuals(), family_of(m, run, c, s), Quantity::memory,
+                                          bundled_widening(Quantity::memory))
+                                     .likely(*quantile))
+                 : 1;
   }
 }
 

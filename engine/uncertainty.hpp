@@ -4,7 +4,10 @@
 // (data/validation/), as `meshfit validate --write-residuals` records them in
 // data/uncertainty/residuals.yaml (compiled in; a test holds the file to what validate writes).
 // A family with fewer than kMinFamilyCases cases borrows from the next coarser one: its
-// framework × dense/MoE × recompute, framework × dense/MoE, framework, then every case.
+// framework × dense/MoE × recompute, framework × dense/MoE, framework, then every case. A
+// borrowed band is a guess about a family nobody measured, so it is widened: its log-distances from
+// the median × w, with w fitted on the residuals themselves by leaving each family out in turn
+// (borrowed_widening).
 #pragma once
 
 #include <cstdint>
@@ -48,18 +51,30 @@ struct Band {
   std::int64_t cases = 0;
   std::string basis;                // "18 torchtitan dense cases"
   std::vector<double> ratios;       // sorted
+  double widening = 1;              // w: 1 for a family's own band
   double quantile(double q) const;  // Hyndman–Fan type 6 (at (n + 1)·q); 1 without cases
+  // The likely ratio at q: median·(quantile(q)/median)^w. lo and hi are likely(0.1), likely(0.9).
+  double likely(double q) const;
 };
 
 enum class Quantity : std::uint8_t { memory, step_time };
-Band band_for(const std::vector<Residual>& residuals, const Family& f, Quantity q);
+// The band of family `f`: its own residuals, or a coarser level's widened by `widening`.
+Band band_for(const std::vector<Residual>& residuals, const Family& f, Quantity q, double widening = 1);
+
+// w for borrowed bands: each case's band is drawn with its whole family left out (so borrowed, as
+// for a family never measured), and w is the smallest of 1, 1.25, ..., 5 at which those bands hold
+// kBorrowedCoverage of the cases (5 if none does; 1 without residuals). Leave-one-family-out
+// cross-validation: the spread between families, which a family's own residuals cannot show.
+inline constexpr double kBorrowedCoverage = 0.80;
+double borrowed_widening(const std::vector<Residual>& residuals, Quantity q);
 
 // The bands of one strategy's estimates, from the bundled residuals.
 Band memory_band(const Model& m, const Run& run, const Cluster& c, const Strategy& s);
 Band step_time_band(const Model& m, const Run& run, const Cluster& c, const Strategy& s);
 
-// The bundled residuals (data/uncertainty/residuals.yaml), read once.
+// The bundled residuals (data/uncertainty/residuals.yaml), read once, and their borrowed_widening.
 const std::vector<Residual>& bundled_residuals();
+double bundled_widening(Quantity q);
 
 // The residuals file as validate writes it, and its reader (an error names the field).
 std::string residuals_yaml(const std::vector<Residual>& residuals, const std::vector<std::string>& sources);

@@ -145,7 +145,7 @@ Coverage held_out_coverage(const Summary& s) {
     }
     auto inside = [&](const std::optional<double>& ratio, Quantity q, std::int64_t& in, std::int64_t& cases) {
       if (!ratio) return;
-      const Band b = band_for(others, all[i].family, q);
+      const Band b = band_for(others, all[i].family, q, borrowed_widening(others, q));
       ++cases;
       if (*ratio >= b.lo && *ratio <= b.hi) ++in;
     };

@@ -62,6 +62,37 @@ TEST_CASE("a family with too few cases borrows from the next coarser one") {
   CHECK(none.hi == 1);
 }
 
+TEST_CASE("a borrowed band widens by what leaving each family out shows") {
+  // The cases above: torchtitan full 1.00..1.07 (8), megatron selective hopper 0.9 (3), ampere 1.1 (6).
+  std::vector<Residual> rs;
+  for (int i = 0; i < 8; ++i) rs.push_back(memory_case("torchtitan", "full", "hopper", 1.0 + 0.01 * i));
+  for (int i = 0; i < 3; ++i) rs.push_back(memory_case("megatron", "selective", "hopper", 0.9));
+  for (int i = 0; i < 6; ++i) rs.push_back(memory_case("megatron", "selective", "ampere", 1.1));
+  // Each family left out borrows every other case (type 6 quantiles):
+  //  torchtitan: 0.9 x3, 1.1 x6: median 1.1, p10 0.9, p90 1.1; its 1.00..1.07 inside at w = 1.
+  //  megatron hopper: 1.00..1.07, 1.1 x6: median 1.065, p10 1.005, p90 1.1; its 0.9 needs
+  //    1.065·(1.005/1.065)^w <= 0.9, w >= 2.90.
+  //  megatron ampere: 0.9 x3, 1.00..1.07: median 1.02, p10 0.9, p90 1.068; its 1.1 needs
+  //    1.02·(1.068/1.02)^w >= 1.1, w >= 1.64.
+  // 8 + 6 of 17 (82 %) inside from w = 1.75, the first step reaching 80 %.
+  const double w = borrowed_widening(rs, Quantity::memory);
+  CHECK(w == 1.75);
+  // The family's own band stays as it is; a borrowed one widens about its median:
+  // 1.1·(0.9/1.1)^1.75 = 0.774247 .. 1.1.
+  const Band own = band_for(rs, {"torchtitan", false, "full", "hopper"}, Quantity::memory, w);
+  CHECK(own.lo == doctest::Approx(1.00));
+  CHECK(own.hi == doctest::Approx(1.07));
+  CHECK(own.basis == "8 torchtitan dense full hopper cases");
+  const Band borrowed = band_for(rs, {"megatron", false, "selective", "hopper"}, Quantity::memory, w);
+  CHECK(borrowed.lo == doctest::Approx(0.774247).epsilon(1e-5));
+  CHECK(borrowed.hi == doctest::Approx(1.1));
+  CHECK(borrowed.basis == "9 megatron dense selective cases, widened x1.75 for an unmeasured family");
+  CHECK(borrowed.likely(0.9) == doctest::Approx(borrowed.hi));
+  // Nothing to leave out: no widening.
+  CHECK(borrowed_widening({}, Quantity::memory) == 1);
+  CHECK(borrowed_widening(rs, Quantity::step_time) == 1);
+}
+
 TEST_CASE("the residuals file reads back what it was written from") {
   const std::vector<Residual> rs = {{"a'b", {"megatron", true, "selective", "hopper"}, 0.875, std::nullopt},
                                     {"c", {"torchtitan", false, "full", "ampere"}, std::nullopt, 1.25}};
