@@ -549,6 +549,39 @@ void read_case_measured(ValidationCase& vc, const Fields& c, const std::string& 
   }
 }
 
+// Megatron refuses layers that do not divide its pipeline stages (transformer_block.py,
+// get_num_layers_to_build: "num_layers should be divisible by pipeline_model_parallel_size", and
+// by vp_size) unless the run says how to split them. A case that does not say takes the split
+// Megatron-Bridge's recipes give such models: the embedding and the loss a slot each when that
+// makes the split even (account_for_embedding/loss_in_pipeline_split: Llama-3.1-405B's and
+// Qwen3-235B-A22B's recipes, recipes/llama/llama3.py and recipes/qwen/qwen3_moe.py), else ⌈L/nv⌉
+// decoder layers per virtual stage from the first and the rest on the last, beside the MTP
+// depths and the loss (DeepSeek-V3's layouts, recipes/deepseek/deepseek_v3.py,
+// _get_deepseek_v3_pipeline_layout: 16×3 + 13, 8×7 + 5, 4×15 + 1).
+void megatron_uneven_split(ValidationCase& vc) {
+  RunOptions& o = vc.run.options;
+  const Strategy& st = vc.strategy;
+  const std::int64_t nv = st.pp * st.vpp, layers = vc.model.layers;
+  const bool stated = o.account_embedding || o.account_loss || !o.layers_per_vstage.empty() ||
+                      o.layers_first_stage > 0 || o.layers_last_stage > 0;
+  if (vc.framework != "megatron" || st.pp <= 1 || st.schedule == Schedule::dualpipev || stated || layers % nv == 0)
+    return;
+  if ((layers + 2) % nv == 0) {
+    o.account_embedding = o.account_loss = true;
+    vc.defaults_taken.push_back(
+        "layers not divisible by pp*vpp -> the embedding and the loss a slot each "
+        "(Megatron-Bridge's account_for_embedding/loss_in_pipeline_split)");
+    return;
+  }
+  const std::int64_t each = (layers + nv - 1) / nv, last = layers - (nv - 1) * each;
+  if (last < 1) return;
+  o.layers_per_vstage.assign(static_cast<std::size_t>(nv), each);
+  o.layers_per_vstage.back() = last;
+  vc.defaults_taken.push_back("layers not divisible by pp*vpp -> " + std::to_string(each) +
+                              " per virtual stage from the first, " + std::to_string(last) +
+                              " on the last (Megatron-Bridge's DeepSeek-V3 layouts)");
+}
+
 ValidationCase read_case(const YAML::Node& node, const std::string& path, std::size_t index) {
   ValidationCase vc;
   const Fields top(node, path + ": case #" + std::to_string(index + 1));
@@ -579,6 +612,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
 
   read_case_run(vc, c, src);
   read_case_strategy(vc, c, src);
+  megatron_uneven_split(vc);
   // README (precision): under torchtitan's FSDP the sharded fp32 parameter is itself the master
   // copy, and the param_bytes working weights exist only while gathered (FSDP2's
   // MixedPrecisionPolicy casts the shard to param_dtype for its all-gather): the persistent

@@ -302,6 +302,25 @@ TEST_CASE("validate: a case saying the attention ran under full AC takes torchti
   CHECK_FALSE(cases[2].run.options.sac_attention_full_ac);  // unstated: the whole block under SAC
 }
 
+TEST_CASE("validate: a Megatron case with layers its stages do not divide takes Megatron-Bridge's split") {
+  const auto cases = load_validation_cases(test::data_path("validation/uneven-pipeline-split.yaml"));
+  REQUIRE(cases.size() == 5);
+  // 30 layers + embedding + loss = 32 slots over 4 stages: the accounting flags.
+  CHECK(cases[0].run.options.account_embedding);
+  CHECK(cases[0].run.options.account_loss);
+  CHECK(cases[0].run.options.layers_per_vstage.empty());
+  // 29 layers: 31 slots do not divide 4 either; ⌈29/4⌉ = 8 from the first, 29 − 24 = 5 last.
+  CHECK_FALSE(cases[1].run.options.account_embedding);
+  CHECK(cases[1].run.options.layers_per_vstage == std::vector<std::int64_t>{8, 8, 8, 5});
+  // Even, torchtitan (its own split counts both, its profile), or stated: as they are.
+  CHECK_FALSE(cases[2].run.options.account_embedding);
+  CHECK(cases[2].run.options.layers_per_vstage.empty());
+  CHECK(cases[3].run.options.layers_per_vstage.empty());
+  CHECK(cases[4].run.options.account_embedding);
+  CHECK_FALSE(cases[4].run.options.account_loss);
+  CHECK(cases[4].run.options.layers_per_vstage.empty());
+}
+
 TEST_CASE("eager torchtitan keeps SwiGLU unfused and the MoE combine's fp32 copy; compiled, neither") {
   // No recompute, Qwen3-30B-A3B, tp 1: eager adds the silu output per routed slot (2·768 each,
   // k = 8: 12,288) and the fp32 copy of each routed output (4·2048·8 = 65,536) = 77,824 bytes per
