@@ -65,6 +65,7 @@ TEST_CASE("a family with too few cases borrows from the next coarser one") {
 TEST_CASE("a borrowed band widens by what leaving each family out shows") {
   // The cases above: torchtitan full 1.00..1.07 (8), megatron selective hopper 0.9 (3), ampere 1.1 (6).
   std::vector<Residual> rs;
+  rs.reserve(17);
   for (int i = 0; i < 8; ++i) rs.push_back(memory_case("torchtitan", "full", "hopper", 1.0 + 0.01 * i));
   for (int i = 0; i < 3; ++i) rs.push_back(memory_case("megatron", "selective", "hopper", 0.9));
   for (int i = 0; i < 6; ++i) rs.push_back(memory_case("megatron", "selective", "ampere", 1.1));
