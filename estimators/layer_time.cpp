@@ -324,10 +324,14 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     // HybridEP plans each dispatch from the whole group's routing: it first all-gathers every
     // rank's bool routing map [tokens × E] (DeepEP hybrid-ep branch, csrc/hybrid_ep/executor/
     // executor.cu, Executor::allgather_routing_map: NCCL's all_gather_into_tensor across nodes,
-    // its own 32-SM kernel inside one). Forward only: the backward's dispatch and combine reuse
-    // the forward's handle (Megatron-LM moe/fused_a2a.py, HybridEPDispatch and HybridEPCombine).
+    // its own 32-SM kernel inside one), and after the dispatch the host reads how many tokens
+    // arrived before it launches the expert GEMMs, the GPU idle meanwhile (the profile's
+    // hybridep_sync_stall). Forward only: the backward's dispatch and combine reuse the forward's
+    // handle (Megatron-LM moe/fused_a2a.py, HybridEPDispatch and HybridEPCombine). Megatron's EP
+    // overlap fills that idle time with the other micro-batch's work, as it hides the traffic.
     double planning = o.ep_dispatch == EpDispatch::hybridep
-                          ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts))
+                          ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts)) +
+                                run.profile.hybridep_sync_stall
                           : 0;
     planning += split_exchange_time(m, run, d, s);
     if (s.etp > 1) {

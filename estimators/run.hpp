@@ -99,6 +99,9 @@ struct FrameworkProfile {
   // ω_d: the share of the ideal decomposed TP overlap (tp_comm_overlap; search-and-time.md §7.5)
   // that the framework's implementation realises, calibrated on paired runs with and without it.
   double tp_overlap_efficiency = 1.0;
+  // Seconds the GPU idles in each MoE layer's forward under HybridEP while the host sizes the
+  // dispatched tokens (layer_time.cpp, ep_time); 0: not priced.
+  double hybridep_sync_stall = 0;
   // The pipeline's point-to-point hides behind compute under an interleaved schedule
   // (pipeline_hops.hpp): Megatron-LM's default.
   bool interleaved_p2p_overlap = false;

@@ -250,18 +250,24 @@ TEST_CASE("an all-to-all dispatch first exchanges its splits, once per forward")
   CHECK(a2a.ep - dedup.ep == doctest::Approx(14.022756e-6).epsilon(1e-6));
 }
 
-TEST_CASE("HybridEP all-gathers the routing map before each forward dispatch") {
+TEST_CASE("HybridEP all-gathers the routing map before each forward dispatch, then waits on the host") {
   // The case above, HybridEP: each rank's bool routing map is 4096 tokens × 128 experts =
   // 524,288 B, gathered over the 16-rank EP group (8,388,608 B in all). The group spans two
   // nodes: ring bandwidth min(0.7·450e9, 8·0.9·50e9) = 315e9 B/s, α_inter 5 µs, so
-  // 15·5 µs + 15/16·8,388,608/315e9 = 75 µs + 24.966095 µs = 99.966095 µs, once per forward.
+  // 15·5 µs + 15/16·8,388,608/315e9 = 75 µs + 24.966095 µs = 99.966095 µs, once per forward;
+  // and the Megatron profile's host sync after the dispatch, 616 µs (data/frameworks/megatron.yaml).
   auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
   c.run.options.ep_dispatch = EpDispatch::deepep;
   const LayerTime deepep = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   c.run.options.ep_dispatch = EpDispatch::hybridep;
   const LayerTime hybridep = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
-  CHECK(hybridep.ep - deepep.ep == doctest::Approx(99.966095e-6).epsilon(1e-6));
-  CHECK(hybridep.ep_forward - deepep.ep_forward == doctest::Approx(99.966095e-6).epsilon(1e-6));
+  CHECK(c.run.profile.hybridep_sync_stall == 616e-6);
+  CHECK(hybridep.ep - deepep.ep == doctest::Approx(715.966095e-6).epsilon(1e-6));
+  CHECK(hybridep.ep_forward - deepep.ep_forward == doctest::Approx(715.966095e-6).epsilon(1e-6));
+  // A profile that does not price the stall adds the all-gather alone.
+  c.run.profile.hybridep_sync_stall = 0;
+  const LayerTime no_stall = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  CHECK(no_stall.ep - deepep.ep == doctest::Approx(99.966095e-6).epsilon(1e-6));
 }
 
 TEST_CASE("latency_model tree counts ⌈log2 n⌉ latency steps (§7.4)") {
