@@ -89,6 +89,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "precision_aware_optimizer",
                                                  "vocab_parallel_loss",
                                                  "ep_dispatcher",
+                                                 "ep_token_budget",
                                                  "tp_overlap",
                                                  "ep_overlap",
                                                  "cp_overlap",
@@ -213,6 +214,7 @@ void read_parallel_options(const OptionReader& r, const std::string& source, Run
   r.choice("ep_dispatcher", o.ep_dispatch,
            {{"alltoall", EpDispatch::all_to_all}, {"deepep", EpDispatch::deepep}, {"hybridep", EpDispatch::hybridep}},
            "alltoall, deepep or hybridep");
+  r.flag("ep_token_budget", o.ep_token_budget);
   r.number("tp_overlap", o.tp_overlap, 0, 1);
   r.number("ep_overlap", o.ep_overlap, 0, 1);
   r.flag("cp_overlap", o.cp_overlap);

@@ -283,6 +283,10 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
   } else if (other.find("deepep") != std::string::npos) {
     vc.run.options.ep_dispatch = EpDispatch::deepep;
   }
+  // And HybridEP's static token budget (Megatron's moe_expert_rank_capacity_factor), which spares
+  // its dispatch the host sync.
+  if (clause_states(other, {"moe_expert_rank_capacity_factor"}) || clause_states(other, {"static token budget"}))
+    vc.run.options.ep_token_budget = true;
   // So is the FP8 scaling recipe ("float8 rowwise", "float8 tensorwise", "MXFP8").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
   if (fp8 && other.find("mxfp8") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::mxfp8;

@@ -210,6 +210,10 @@ struct RunOptions {
   bool output_saves_gathered_input = false;
   double loss_chunks = 1;
   EpDispatch ep_dispatch = EpDispatch::all_to_all;
+  // HybridEP with a static token budget per EP rank (Megatron's moe_expert_rank_capacity_factor):
+  // its buffers are sized in advance, so the dispatch needs no host sync (the profile's
+  // hybridep_sync_stall is not paid).
+  bool ep_token_budget = false;
   // Overlap switches of search-and-time.md §7.6: the exposed fractions 1 − ω of TP and EP
   // collectives, the CP ring hidden behind the attention core, PP point-to-point hidden
   // (Megatron's overlap_p2p_comm), DualPipeV's pairing, and the DP/ZeRO windows.

@@ -302,6 +302,15 @@ TEST_CASE("validate: a case saying the attention ran under full AC takes torchti
   CHECK_FALSE(cases[2].run.options.sac_attention_full_ac);  // unstated: the whole block under SAC
 }
 
+TEST_CASE("validate: a HybridEP case stating a static token budget pays no host sync") {
+  const auto cases = load_validation_cases(test::data_path("validation/hybridep-token-budget.yaml"));
+  REQUIRE(cases.size() == 3);
+  for (const auto& c : cases) CHECK(c.run.options.ep_dispatch == EpDispatch::hybridep);
+  CHECK(cases[0].run.options.ep_token_budget);
+  CHECK_FALSE(cases[1].run.options.ep_token_budget);  // negated
+  CHECK_FALSE(cases[2].run.options.ep_token_budget);  // unstated: the dynamic dispatch
+}
+
 TEST_CASE("validate: a Megatron case with layers its stages do not divide takes Megatron-Bridge's split") {
   const auto cases = load_validation_cases(test::data_path("validation/uneven-pipeline-split.yaml"));
   REQUIRE(cases.size() == 5);

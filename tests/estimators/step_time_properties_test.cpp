@@ -264,7 +264,12 @@ TEST_CASE("HybridEP all-gathers the routing map before each forward dispatch, th
   CHECK(c.run.profile.hybridep_sync_stall == 616e-6);
   CHECK(hybridep.ep - deepep.ep == doctest::Approx(715.966095e-6).epsilon(1e-6));
   CHECK(hybridep.ep_forward - deepep.ep_forward == doctest::Approx(715.966095e-6).epsilon(1e-6));
-  // A profile that does not price the stall adds the all-gather alone.
+  // A static token budget (moe_expert_rank_capacity_factor) needs no host sync: the all-gather alone.
+  c.run.options.ep_token_budget = true;
+  const LayerTime budget = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  CHECK(budget.ep - deepep.ep == doctest::Approx(99.966095e-6).epsilon(1e-6));
+  // Nor does a profile that does not price the stall.
+  c.run.options.ep_token_budget = false;
   c.run.profile.hybridep_sync_stall = 0;
   const LayerTime no_stall = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   CHECK(no_stall.ep - deepep.ep == doctest::Approx(99.966095e-6).epsilon(1e-6));
