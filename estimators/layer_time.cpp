@@ -326,9 +326,10 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     // executor.cu, Executor::allgather_routing_map: NCCL's all_gather_into_tensor across nodes,
     // its own 32-SM kernel inside one), and after the dispatch the host reads how many tokens
     // arrived before it launches the expert GEMMs, the GPU idle meanwhile (the profile's
-    // hybridep_sync_stall; not with a static token budget, ep_token_budget). Forward only: the backward's dispatch and
-    // combine reuse the forward's handle (Megatron-LM moe/fused_a2a.py, HybridEPDispatch and HybridEPCombine).
-    // Megatron's EP overlap fills that idle time with the other micro-batch's work, as it hides the traffic.
+    // hybridep_sync_stall; not with a static token budget, ep_token_budget). Forward only: the
+    // backward's dispatch and combine reuse the forward's handle (Megatron-LM moe/fused_a2a.py,
+    // HybridEPDispatch and HybridEPCombine). Megatron's EP overlap fills the idle time with the
+    // other micro-batch's work as it hides the traffic.
     double planning = o.ep_dispatch == EpDispatch::hybridep
                           ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts)) +
                                 (o.ep_token_budget ? 0 : run.profile.hybridep_sync_stall)
