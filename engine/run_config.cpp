@@ -110,6 +110,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.fp8_casts = fp8_casts == "torchao" ? Fp8Casts::torchao : Fp8Casts::none;
   p.tp_overlap_efficiency = f.optional_number("tp_overlap_efficiency", 0, 1).value_or(1);
   p.hybridep_sync_stall = f.optional_number("hybridep_sync_stall", 0, 1).value_or(0);
+  p.hybridep_overlap_share = f.optional_number("hybridep_overlap_share", 0, 1).value_or(1);
   p.interleaved_p2p_overlap = f.optional_bool("interleaved_p2p_overlap").value_or(false);
   p.recompute_switches = f.optional_string("recompute_switches").value_or("");
   p.step_casts_grads_to_fp32 = f.optional_bool("step_casts_grads_to_fp32").value_or(false);

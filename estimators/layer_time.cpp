@@ -344,8 +344,10 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     // overlap_moe_expert_parallel_comm pairs one micro-batch's forward of the layer with another's
     // backward, so both directions' collectives hide behind the layer's forward and backward
     // compute, and what they exceed it by stays exposed (each direction keeps its share).
+    // HybridEP's kernels hide less of it (the profile's hybridep_overlap_share).
     const double raw = 2 * forward + planning;
-    const double hidden = std::min(o.ep_overlap * raw, t.forward + t.backward);
+    const double share = o.ep_dispatch == EpDispatch::hybridep ? run.profile.hybridep_overlap_share : 1.0;
+    const double hidden = std::min(o.ep_overlap * share * raw, t.forward + t.backward);
     const double kept = raw > 0 ? 1 - hidden / raw : 0;
     t.ep_forward = (forward + planning) * kept;
     t.ep = raw * kept;

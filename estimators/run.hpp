@@ -102,6 +102,9 @@ struct FrameworkProfile {
   // Seconds the GPU idles in each MoE layer's forward under HybridEP while the host sizes the
   // dispatched tokens (layer_time.cpp, ep_time); 0: not priced.
   double hybridep_sync_stall = 0;
+  // The share of HybridEP's EP traffic the framework's EP overlap hides (§7.6's ω_ep scaled by
+  // it); 1: as much as any dispatcher's.
+  double hybridep_overlap_share = 1.0;
   // The pipeline's point-to-point hides behind compute under an interleaved schedule
   // (pipeline_hops.hpp): Megatron-LM's default.
   bool interleaved_p2p_overlap = false;

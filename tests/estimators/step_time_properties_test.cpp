@@ -166,6 +166,16 @@ TEST_CASE("overlap switches of §7.6 expose what they say") {
     // Each direction keeps its share: the forward's all-to-alls and its split exchange.
     CHECK(hidden.ep_forward == doctest::Approx(hidden.ep * plain.ep_forward / plain.ep));
   }
+  {  // HybridEP: the overlap hides the Megatron profile's 36.55 % of its traffic (within one node of
+     // 8 its EP all fits beside the compute): 0.6345 of it stays exposed.
+    auto c = make_case("qwen3-30b-a3b", 8, 4096, 256, "dp=8,ep=8,zero=1,mbs=1");
+    c.run.options.ep_dispatch = EpDispatch::hybridep;
+    const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+    c.run.options.ep_overlap = 1;
+    const LayerTime hidden = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+    REQUIRE(0.3655 * plain.ep < plain.forward + plain.backward);
+    CHECK(hidden.ep == doctest::Approx((1 - 0.3655) * plain.ep));
+  }
   {  // Megatron's overlap_p2p_comm: no PP hop exposed.
     auto c = base;
     c.run.options.pp_overlap = true;
