@@ -13,6 +13,17 @@ Residual memory_case(const std::string& framework, const std::string& recompute,
   return {"c", {framework, false, recompute, generation}, ratio, std::nullopt};
 }
 
+// Memory residuals of three families: torchtitan full hopper 1.00, 1.01, ... 1.07 (8), megatron
+// selective hopper 0.9 (3), megatron selective ampere 1.1 (6).
+std::vector<Residual> three_families() {
+  std::vector<Residual> rs;
+  rs.reserve(17);
+  for (int i = 0; i < 8; ++i) rs.push_back(memory_case("torchtitan", "full", "hopper", 1.0 + 0.01 * i));
+  for (int i = 0; i < 3; ++i) rs.push_back(memory_case("megatron", "selective", "hopper", 0.9));
+  for (int i = 0; i < 6; ++i) rs.push_back(memory_case("megatron", "selective", "ampere", 1.1));
+  return rs;
+}
+
 }  // namespace
 
 TEST_CASE("a band: the 10th and 90th percentiles of measured/estimate, at the order statistics' (n + 1)q") {
@@ -36,11 +47,7 @@ TEST_CASE("a band: the 10th and 90th percentiles of measured/estimate, at the or
 }
 
 TEST_CASE("a family with too few cases borrows from the next coarser one") {
-  std::vector<Residual> rs;
-  rs.reserve(17);
-  for (int i = 0; i < 8; ++i) rs.push_back(memory_case("torchtitan", "full", "hopper", 1.0 + 0.01 * i));
-  for (int i = 0; i < 3; ++i) rs.push_back(memory_case("megatron", "selective", "hopper", 0.9));
-  for (int i = 0; i < 6; ++i) rs.push_back(memory_case("megatron", "selective", "ampere", 1.1));
+  const std::vector<Residual> rs = three_families();
   // Eight of its own: the family itself.
   const Band tt = band_for(rs, {"torchtitan", false, "full", "hopper"}, Quantity::memory);
   CHECK(tt.cases == 8);
@@ -63,12 +70,8 @@ TEST_CASE("a family with too few cases borrows from the next coarser one") {
 }
 
 TEST_CASE("a borrowed band widens by what leaving each family out shows") {
-  // The cases above: torchtitan full 1.00..1.07 (8), megatron selective hopper 0.9 (3), ampere 1.1 (6).
-  std::vector<Residual> rs;
-  rs.reserve(17);
-  for (int i = 0; i < 8; ++i) rs.push_back(memory_case("torchtitan", "full", "hopper", 1.0 + 0.01 * i));
-  for (int i = 0; i < 3; ++i) rs.push_back(memory_case("megatron", "selective", "hopper", 0.9));
-  for (int i = 0; i < 6; ++i) rs.push_back(memory_case("megatron", "selective", "ampere", 1.1));
+  // torchtitan full 1.00..1.07 (8), megatron selective hopper 0.9 (3), ampere 1.1 (6).
+  const std::vector<Residual> rs = three_families();
   // Each family left out borrows every other case (type 6 quantiles):
   //  torchtitan: 0.9 x3, 1.1 x6: median 1.1, p10 0.9, p90 1.1; its 1.00..1.07 inside at w = 1.
   //  megatron hopper: 1.00..1.07, 1.1 x6: median 1.065, p10 1.005, p90 1.1; its 0.9 needs
