@@ -204,6 +204,22 @@ bool clause_states(const std::string& other, std::initializer_list<const char*> 
   return false;
 }
 
+// Whether a clause of `other` says the run overlapped its EP communication (Megatron's
+// overlap_moe_expert_parallel_comm), as "EP communication overlap" does and "no EP communication
+// overlap", "no TP or EP communication overlap" and "EP communication overlap off" do not.
+bool ep_overlap_stated(const std::string& other) {
+  for (std::size_t start = 0; start < other.size();) {
+    const std::size_t end = std::min(other.find(';', start), other.size());
+    const std::string clause = other.substr(start, end - start);
+    start = end + 1;
+    if (clause.find("ep communication overlap") == std::string::npos) continue;
+    const bool negated = clause.find("no ") != std::string::npos || clause.find(" off") != std::string::npos ||
+                         clause.find("not ") != std::string::npos || clause.find("false") != std::string::npos;
+    if (!negated) return true;
+  }
+  return false;
+}
+
 // The case's run, precision and features (the run's options they name), into vc.run.
 void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) {
   auto& notes = vc.defaults_taken;
@@ -372,6 +388,10 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
       applied += (applied.empty() ? "" : ", ") + what;
     }
     if (!applied.empty()) vc.defaults_taken.push_back("comm_overlap [" + applied + "] -> hidden (§7.6)");
+  } else if (ep_overlap_stated(to_lower(feat.optional_string("other").value_or("")))) {
+    // A case whose `other` names Megatron's EP overlap but has no comm_overlap list.
+    vc.run.options.ep_overlap = 1;
+    vc.defaults_taken.push_back("features.other EP communication overlap -> comm_overlap [ep]");
   }
 }
 

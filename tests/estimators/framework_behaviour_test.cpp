@@ -302,13 +302,17 @@ TEST_CASE("validate: a case saying the attention ran under full AC takes torchti
   CHECK_FALSE(cases[2].run.options.sac_attention_full_ac);  // unstated: the whole block under SAC
 }
 
-TEST_CASE("validate: a HybridEP case stating a static token budget pays no host sync") {
-  const auto cases = load_validation_cases(test::data_path("validation/hybridep-token-budget.yaml"));
+TEST_CASE("validate: a HybridEP case's static token budget and EP overlap, from its `other`") {
+  const auto cases = load_validation_cases(test::data_path("validation/hybridep-clauses.yaml"));
   REQUIRE(cases.size() == 3);
   for (const auto& c : cases) CHECK(c.run.options.ep_dispatch == EpDispatch::hybridep);
   CHECK(cases[0].run.options.ep_token_budget);
   CHECK_FALSE(cases[1].run.options.ep_token_budget);  // negated
   CHECK_FALSE(cases[2].run.options.ep_token_budget);  // unstated: the dynamic dispatch
+  // "EP communication overlap" without a comm_overlap list; "no ..." and "... off" are not.
+  CHECK(cases[0].run.options.ep_overlap == 1);
+  CHECK(cases[1].run.options.ep_overlap == 0);
+  CHECK(cases[2].run.options.ep_overlap == 0);
 }
 
 TEST_CASE("validate: a Megatron case with layers its stages do not divide takes Megatron-Bridge's split") {
