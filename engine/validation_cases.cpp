@@ -190,7 +190,8 @@ double megatron_reported_flops_per_token(const Model& m, double seq, double v_pa
 namespace {
 
 // Whether one ';'-separated clause of a case's lower-cased `features.other` names every one of
-// `words` and does not say the setting is off or unknown ("not stated", "not compiled", "off").
+// `words` and does not say the setting is off or unknown ("not stated", "not compiled", "off", a clause
+// opening with "no ").
 bool clause_states(const std::string& other, std::initializer_list<const char*> words) {
   for (std::size_t start = 0; start < other.size();) {
     const std::size_t end = std::min(other.find(';', start), other.size());
@@ -198,24 +199,10 @@ bool clause_states(const std::string& other, std::initializer_list<const char*> 
     start = end + 1;
     const bool all =
         std::all_of(words.begin(), words.end(), [&](const char* w) { return clause.find(w) != std::string::npos; });
-    const bool negated = clause.find("not ") != std::string::npos || clause.find(" off") != std::string::npos;
+    const std::size_t first = clause.find_first_not_of(' ');
+    const bool negated = clause.find("not ") != std::string::npos || clause.find(" off") != std::string::npos ||
+                         (first != std::string::npos && clause.compare(first, 3, "no ") == 0);
     if (all && !negated) return true;
-  }
-  return false;
-}
-
-// Whether a clause of `other` says the run overlapped its EP communication (Megatron's
-// overlap_moe_expert_parallel_comm), as "EP communication overlap" does and "no EP communication
-// overlap", "no TP or EP communication overlap" and "EP communication overlap off" do not.
-bool ep_overlap_stated(const std::string& other) {
-  for (std::size_t start = 0; start < other.size();) {
-    const std::size_t end = std::min(other.find(';', start), other.size());
-    const std::string clause = other.substr(start, end - start);
-    start = end + 1;
-    if (clause.find("ep communication overlap") == std::string::npos) continue;
-    const bool negated = clause.find("no ") != std::string::npos || clause.find(" off") != std::string::npos ||
-                         clause.find("not ") != std::string::npos || clause.find("false") != std::string::npos;
-    if (!negated) return true;
   }
   return false;
 }
@@ -388,8 +375,9 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
       applied += (applied.empty() ? "" : ", ") + what;
     }
     if (!applied.empty()) vc.defaults_taken.push_back("comm_overlap [" + applied + "] -> hidden (§7.6)");
-  } else if (ep_overlap_stated(to_lower(feat.optional_string("other").value_or("")))) {
-    // A case whose `other` names Megatron's EP overlap but has no comm_overlap list.
+  } else if (clause_states(to_lower(feat.optional_string("other").value_or("")), {"ep communication overlap"})) {
+    // A case whose `other` names Megatron's EP overlap but has no comm_overlap list ("no EP
+    // communication overlap" and "EP communication overlap off" do not).
     vc.run.options.ep_overlap = 1;
     vc.defaults_taken.push_back("features.other EP communication overlap -> comm_overlap [ep]");
   }
