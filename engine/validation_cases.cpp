@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "engine/case_device_names.hpp"
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
 #include "engine/utf8_text.hpp"
@@ -75,25 +76,12 @@ YAML::Node translate_model(const YAML::Node& in, const Fields& f, std::vector<st
   return out;
 }
 
-// Device names of devices.md §4 (and the measured files' others), with the preset each reads.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 21> kCaseDevices{{
-    {"H100-SXM-96GB", "h100-96gb"},   {"H100-96GB", "h100-96gb"},   {"H100-80GB", "h100-80gb"},
-    {"H800-80GB", "h800-80gb"},       {"H200-141GB", "h200-141gb"}, {"GH200", "h200-141gb"},
-    {"B200", "b200-192gb"},           {"A100-80GB", "a100-80gb"},   {"A100-40GB", "a100-40gb"},
-    {"A800-80GB", "a800-80gb"},       {"GB200", "gb200-186gb"},     {"GB300", "gb300-288gb"},
-    {"MI300X-192GB", "mi300x-192gb"}, {"MI300X", "mi300x-192gb"},   {"MI325X", "mi325x-256gb"},
-    {"MI355X", "mi355x-288gb"},       {"H20", "h20-96gb"},          {"L40S", "l40s-48gb"},
-    {"B200-192GB", "b200-192gb"},     {"B300", "b300-288gb"},       {"B300-288GB", "b300-288gb"},
-}};
-
+// The case's device: the preset its name means (engine/case_device_names.hpp), with the case's
+// capacity where stated.
 Device case_device(const Fields& d, std::vector<std::string>& notes) {
   const std::string name = d.optional_string("name").value_or("");
   const auto capacity_gib = d.optional_number("capacity_gib", 1e-3, 1e6);
-  std::string preset, names;
-  for (const auto& [device, file] : kCaseDevices) {
-    if (device == name) preset = file;
-    names += (names.empty() ? "" : ", ") + std::string(device);
-  }
+  const std::string preset = case_device_preset(name).value_or("");
   Device dev;
   if (!preset.empty()) {
     dev = load_device(preset);
@@ -101,7 +89,8 @@ Device case_device(const Fields& d, std::vector<std::string>& notes) {
     dev = load_device("h100-80gb");
     notes.push_back("unknown device " + quoted_text(name) + ": h100-80gb figures with the case's capacity");
   } else {
-    d.fail("name", "unknown device " + quoted_text(name) + " and no capacity_gib; expected one of " + names);
+    d.fail("name", "unknown device " + quoted_text(name) + " and no capacity_gib; expected a GPU model such as " +
+                       case_device_examples());
   }
   if (capacity_gib) dev.capacity = *capacity_gib * 1024.0 * 1024.0 * 1024.0;
   dev.name = name;

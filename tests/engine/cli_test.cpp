@@ -3,6 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <cstdint>
 #include <vector>
 
@@ -405,6 +408,43 @@ TEST_CASE("validate knows the devices other case files name: GB200, GB300, MI300
     }
   }
   CHECK(found == 3);
+}
+
+TEST_CASE("validate reads a device's longer spellings as the same preset") {
+  // new-devices.yaml with its names as nvidia-smi and vendors print them: the same estimates.
+  std::ifstream in(data_path("validation/new-devices.yaml"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string, std::string>>{{"name: GB200", "name: NVIDIA GB200 NVL72"},
+                                                        {"name: GB300", "name: DGX-GB300 288GB"},
+                                                        {"name: MI300X-192GB", "name: AMD Instinct MI300X"}}) {
+    const std::size_t at = text.find(from + "\n");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  }
+  const std::filesystem::path spelled = std::filesystem::temp_directory_path() / "meshfit-spelled-devices.yaml";
+  std::ofstream(spelled) << text;
+  const auto a = run({"validate", data_path("validation/new-devices.yaml"), "--format", "json"});
+  const auto b = run({"validate", spelled.string(), "--format", "json"});
+  std::filesystem::remove(spelled);
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  const YAML::Node ca = YAML::Load(a.out)["cases"], cb = YAML::Load(b.out)["cases"];
+  REQUIRE(cb.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(cb[i]["estimate_gib"].as<double>() == ca[i]["estimate_gib"].as<double>());
+    for (const auto& d : cb[i]["defaults"]) CHECK(d.as<std::string>().find("unknown device") == std::string::npos);
+  }
+  // A PCIe card is not the SXM module a preset describes: with no capacity stated, the case is
+  // not estimated, and the reason names the field.
+  text.replace(text.find("name: NVIDIA GB200 NVL72"), 24, "name: H100 PCIe");
+  std::ofstream(spelled) << text;
+  const auto c = run({"validate", spelled.string(), "--format", "json"});
+  std::filesystem::remove(spelled);
+  CAPTURE(c.out);
+  CAPTURE(c.err);
+  const std::string all = c.out + c.err;
+  CHECK(all.find("unknown device 'H100 PCIe' and no capacity_gib") != std::string::npos);
 }
 
 TEST_CASE("sweep: bad input names the file and field; a shard is K/N, written as JSON") {
