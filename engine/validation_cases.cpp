@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "engine/case_device_names.hpp"
+#include "engine/case_layout.hpp"
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
 #include "engine/utf8_text.hpp"
@@ -197,7 +198,31 @@ bool clause_states(const std::string& other, std::initializer_list<const char*> 
 }
 
 // The case's run, precision and features (the run's options they name), into vc.run.
-void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) {
+// The case's parallel degrees and batch split, nulls derived or defaulted (case_layout.hpp).
+CaseLayout read_case_layout(ValidationCase& vc, const Fields& c, const std::string& src) {
+  const Fields r(c.raw("run"), src, "run");
+  const Fields s(c.raw("strategy"), src, "strategy");
+  CaseLayoutInput in;
+  in.framework = vc.framework;
+  in.world = s.required_int("world_size");
+  in.dp = s.optional_int("dp");
+  in.tp = s.optional_int("tp");
+  in.pp = s.optional_int("pp");
+  in.cp = s.optional_int("cp");
+  in.global_batch = r.optional_int("global_batch_size");
+  in.micro_batch = r.optional_int("micro_batch_size");
+  in.num_microbatches = r.optional_int("num_microbatches");
+  const CaseLayoutResult res = resolve_case_layout(in, vc.defaults_taken);
+  if (res.gap) {
+    const std::string& field = res.gap->field;
+    const std::size_t dot = field.find('.');
+    if (res.gap->not_stated) throw NotStated(src, field, res.gap->reason);
+    (field.substr(0, dot) == "run" ? r : s).fail(field.substr(dot + 1), res.gap->reason);
+  }
+  return res.layout;
+}
+
+void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src, const CaseLayout& layout) {
   auto& notes = vc.defaults_taken;
   const Fields r(c.raw("run"), src, "run");
   const Fields p(c.raw("precision"), src, "precision");
@@ -219,11 +244,8 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
     flags.seq = *context;
     notes.push_back("null seq_len -> " + std::to_string(*context) + " (model.max_position_embeddings)");
   }
-  flags.global_batch = r.required_int("global_batch_size");
-  // A source that does not print its micro-batch size (the validation README: a tool applies the
-  // framework's default and says so): 1, Megatron's and NeMo's usual setting for these runs.
-  flags.micro_batch = r.optional_int("micro_batch_size").value_or(1);
-  if (!r.has("micro_batch_size")) notes.push_back("null micro_batch_size -> 1");
+  flags.global_batch = layout.global_batch;
+  flags.micro_batch = layout.micro_batch;
   flags.framework = vc.framework == "other"           ? "megatron"
                     : vc.framework == "pytorch-probe" ? "torchtitan"
                                                       : vc.framework;
@@ -373,23 +395,37 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src) 
 }
 
 // The case's strategy, into vc.strategy (and the reshard setting it names, into vc.run).
-void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& src) {
+void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& src, const CaseLayout& layout) {
   auto& notes = vc.defaults_taken;
-  const Fields r(c.raw("run"), src, "run");
   const Fields s(c.raw("strategy"), src, "strategy");
   Strategy& st = vc.strategy;
-  st.dp = s.required_int("dp");
-  st.tp = s.required_int("tp");
-  st.pp = s.required_int("pp");
-  st.cp = s.required_int("cp");
+  st.dp = layout.dp;
+  st.tp = layout.tp;
+  st.pp = layout.pp;
+  st.cp = layout.cp;
   st.ep = s.optional_int("ep").value_or(1);
   st.etp = s.optional_int("etp").value_or(1);
   st.sp = s.optional_bool("sp").value_or(false) && st.tp > 1;
-  const std::int64_t world = s.required_int("world_size");
-  if (world != st.dp * st.tp * st.pp * st.cp)
-    s.fail("world_size", "expected dp·tp·pp·cp = " + std::to_string(st.dp * st.tp * st.pp * st.cp));
-  st.vpp = s.optional_int("vpp").value_or(1);
-  if (!s.has("vpp")) notes.push_back("null vpp -> 1");
+  // A null vpp: a schedule that runs one stage per rank has 1; DualPipeV two by its definition;
+  // torchtitan builds two stages per rank for any other multi-stage schedule it is given
+  // (distributed/pipeline_parallel.py, generate_llm_fqn_per_model_part with its default
+  // layers per stage); Megatron has no default for an interleaved schedule, whose virtual size
+  // the source must state.
+  const std::optional<std::string> stated_schedule = s.optional_string("pp_schedule");
+  const bool multi_stage =
+      st.pp > 1 && stated_schedule && (*stated_schedule == "interleaved_1f1b" || *stated_schedule == "dualpipev");
+  if (const auto v = s.optional_int("vpp")) {
+    st.vpp = *v;
+  } else if (multi_stage && (*stated_schedule == "dualpipev" || vc.framework == "torchtitan")) {
+    st.vpp = 2;
+    notes.push_back("null vpp -> 2 (" + *stated_schedule + ": two stages per rank)");
+  } else if (multi_stage) {
+    throw NotStated(src, "strategy.vpp",
+                    "not stated by the source, and " + *stated_schedule + " needs the virtual pipeline size");
+  } else {
+    st.vpp = 1;
+    notes.push_back("null vpp -> 1");
+  }
   if (st.pp > 1) {
     const std::string sched = s.optional_string("pp_schedule").value_or(st.vpp > 1 ? "interleaved_1f1b" : "1f1b");
     if (!s.has("pp_schedule")) notes.push_back("null pp_schedule -> " + sched);
@@ -444,18 +480,8 @@ void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& 
     st.tp_comm_overlap = false;
     notes.push_back("comm_overlap tp without tp > 1 and SP -> no TP overlap");
   }
-  st.micro_batch = r.optional_int("micro_batch_size").value_or(1);  // as read_case_run reads it
-  if (const auto m = r.optional_int("num_microbatches")) {
-    st.num_microbatches = *m;
-  } else {  // derived, as the sources derive it: gb = dp·b·m
-    const std::int64_t per_step = st.dp * st.micro_batch;
-    if (vc.run.global_batch % per_step != 0) {
-      r.fail("num_microbatches", "missing, and global_batch_size " + std::to_string(vc.run.global_batch) +
-                                     " is not a multiple of dp·micro_batch_size = " + std::to_string(per_step));
-    }
-    st.num_microbatches = vc.run.global_batch / per_step;
-    notes.push_back("null num_microbatches -> gb/(dp·b) = " + std::to_string(st.num_microbatches));
-  }
+  st.micro_batch = layout.micro_batch;
+  st.num_microbatches = layout.num_microbatches;
 }
 
 // The case's recompute mode and, for selective recompute, what its framework saves.
@@ -609,10 +635,17 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
 
   // Model.
   const Fields mf(c.raw("model"), src, "model");
+  // The shape every model needs: a source that left one of these out cannot be estimated.
+  for (const char* key : {"num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size"}) {
+    if (!mf.has(key)) {
+      throw NotStated(src, std::string("model.") + key, "not stated by the source, and every estimate needs it");
+    }
+  }
   vc.model = model_from_config(translate_model(c.raw("model"), mf, vc.defaults_taken), src + " model", vc.id);
 
-  read_case_run(vc, c, src);
-  read_case_strategy(vc, c, src);
+  const CaseLayout layout = read_case_layout(vc, c, src);
+  read_case_run(vc, c, src, layout);
+  read_case_strategy(vc, c, src, layout);
   megatron_uneven_split(vc);
   // README (precision): under torchtitan's FSDP the sharded fp32 parameter is itself the master
   // copy, and the param_bytes working weights exist only while gathered (FSDP2's
@@ -646,9 +679,9 @@ std::vector<ValidationCase> load_validation_cases(const std::string& path, std::
     } catch (const InputError& e) {
       if (!unestimated) throw;
       const YAML::Node id = doc[i].IsMap() ? doc[i]["id"] : YAML::Node();
-      const bool not_stated = dynamic_cast<const NotStated*>(&e) != nullptr;
+      const auto* not_stated = dynamic_cast<const NotStated*>(&e);
       unestimated->push_back({id.IsScalar() ? printable(id.Scalar()) : "case #" + std::to_string(i + 1),
-                              not_stated ? "run.seq_len" : "", e.what()});
+                              not_stated ? not_stated->field() : "", e.what()});
     }
   }
   return cases;

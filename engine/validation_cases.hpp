@@ -51,7 +51,12 @@ struct UnestimatedCase {
 // Thrown for such a case when the caller does not collect them.
 class NotStated : public InputError {
  public:
-  using InputError::InputError;
+  NotStated(const std::string& source, const std::string& field, const std::string& expected)
+      : InputError(source, field, expected), field_(field) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
 };
 
 // Reads every case of a file; a malformed field is an InputError naming the file, the case id

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -462,4 +463,36 @@ TEST_CASE("validate: an unstated cp_algo takes the framework's, and an old torch
   CHECK(has(cases[1], "null cp_algo -> ulysses"));
   CHECK(cases[0].run.options.pipeline_outputs == PipelineOutputs::all);
   CHECK(cases[1].run.options.pipeline_outputs == PipelineOutputs::sent);
+}
+
+TEST_CASE("validate: a null vpp under a multi-stage schedule is torchtitan's two stages; Megatron's must be stated") {
+  auto edited = [](const std::string& file, const std::vector<std::pair<std::string, std::string>>& edits) {
+    std::ifstream in(test::data_path("validation/" + file));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const auto& [from, to] : edits) {
+      const std::size_t at = text.find(from);
+      REQUIRE(at != std::string::npos);
+      text.replace(at, from.size(), to);
+    }
+    const std::filesystem::path out = std::filesystem::temp_directory_path() / ("meshfit-vpp-" + file);
+    std::ofstream(out) << text;
+    return out.string();
+  };
+  // framework-defaults.yaml's torchtitan case (pp 2) given an interleaved schedule and no vpp.
+  const std::string tt = edited("framework-defaults.yaml",
+                                {{"vpp: 1\n    pp_schedule: 1f1b", "vpp: null\n    pp_schedule: interleaved_1f1b"}});
+  const auto cases = load_validation_cases(tt);
+  std::filesystem::remove(tt);
+  REQUIRE(cases.size() == 2);
+  CHECK(cases[0].strategy.vpp == 2);
+  CHECK(std::find(cases[0].defaults_taken.begin(), cases[0].defaults_taken.end(),
+                  "null vpp -> 2 (interleaved_1f1b: two stages per rank)") != cases[0].defaults_taken.end());
+  // two-cases.yaml's Megatron case (pp 4, interleaved) without its vpp: listed, not estimated.
+  const std::string mb = edited("two-cases.yaml", {{"vpp: 5", "vpp: null"}});
+  std::vector<UnestimatedCase> skipped;
+  const auto rest = load_validation_cases(mb, &skipped);
+  std::filesystem::remove(mb);
+  CHECK(rest.size() == 1);
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0].field == "strategy.vpp");
 }
