@@ -197,7 +197,6 @@ bool clause_states(const std::string& other, std::initializer_list<const char*> 
   return false;
 }
 
-// The case's run, precision and features (the run's options they name), into vc.run.
 // The case's parallel degrees and batch split, nulls derived or defaulted (case_layout.hpp).
 CaseLayout read_case_layout(ValidationCase& vc, const Fields& c, const std::string& src) {
   const Fields r(c.raw("run"), src, "run");
@@ -222,6 +221,7 @@ CaseLayout read_case_layout(ValidationCase& vc, const Fields& c, const std::stri
   return res.layout;
 }
 
+// The case's run, precision and features (the run's options they name), into vc.run.
 void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src, const CaseLayout& layout) {
   auto& notes = vc.defaults_taken;
   const Fields r(c.raw("run"), src, "run");
@@ -407,10 +407,10 @@ void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& 
   st.etp = s.optional_int("etp").value_or(1);
   st.sp = s.optional_bool("sp").value_or(false) && st.tp > 1;
   // A null vpp: a schedule that runs one stage per rank has 1; DualPipeV two by its definition;
-  // torchtitan builds two stages per rank for any other multi-stage schedule it is given
-  // (distributed/pipeline_parallel.py, generate_llm_fqn_per_model_part with its default
-  // layers per stage); Megatron has no default for an interleaved schedule, whose virtual size
-  // the source must state.
+  // torchtitan builds two stages per rank for any other multi-stage schedule when no layers per
+  // stage are given (torchtitan/distributed/pipeline_parallel.py, _get_pipeline_metadata:
+  // stages_per_rank = 1 if single-stage else 2); Megatron has no default for an interleaved
+  // schedule, whose virtual size the source must state.
   const std::optional<std::string> stated_schedule = s.optional_string("pp_schedule");
   const bool multi_stage =
       st.pp > 1 && stated_schedule && (*stated_schedule == "interleaved_1f1b" || *stated_schedule == "dualpipev");
