@@ -4,45 +4,68 @@
 #include <array>
 #include <cctype>
 #include <cstdint>
-#include <initializer_list>
 #include <vector>
 
 namespace meshfit {
 
 namespace {
 
-// One GPU model: its name token, the memory sizes (GB as sold) it comes in, each with its preset,
-// and the preset a name without a size means (the size every public table of it assumes).
-struct ModelSizes {
+// The presets by GPU model and the memory size (GB as sold) it comes in; size 0 is what a name
+// without a size means (the size every public table of the model assumes). An H100 SXM is 80 GB,
+// its HBM3e variant 94 or 96 (nvidia-smi shows 95,830 MiB); a B200 sells as 192 GB and reports
+// 180 GB usable (183,359 MiB); a GB200 as 186 or 192; a GB300 as 288 and reports 279 (284,208 MiB).
+struct ModelSize {
   std::string_view model;
-  std::initializer_list<std::pair<std::int64_t, std::string_view>> sizes;
-  std::string_view unsized;
+  std::int64_t gb;
+  std::string_view preset;
 };
+constexpr auto kModelSizes = std::to_array<ModelSize>({
+    {"H100", 0, "h100-80gb"},
+    {"H100", 80, "h100-80gb"},
+    {"H100", 94, "h100-96gb"},
+    {"H100", 96, "h100-96gb"},
+    {"H200", 0, "h200-141gb"},
+    {"H200", 141, "h200-141gb"},
+    {"GH200", 0, "h200-141gb"},
+    {"GH200", 141, "h200-141gb"},
+    {"GH200", 144, "h200-141gb"},
+    {"H800", 0, "h800-80gb"},
+    {"H800", 80, "h800-80gb"},
+    {"H20", 0, "h20-96gb"},
+    {"H20", 96, "h20-96gb"},
+    {"A100", 0, "a100-80gb"},
+    {"A100", 40, "a100-40gb"},
+    {"A100", 80, "a100-80gb"},
+    {"A800", 0, "a800-80gb"},
+    {"A800", 80, "a800-80gb"},
+    {"B200", 0, "b200-192gb"},
+    {"B200", 180, "b200-192gb"},
+    {"B200", 192, "b200-192gb"},
+    {"B300", 0, "b300-288gb"},
+    {"B300", 279, "b300-288gb"},
+    {"B300", 288, "b300-288gb"},
+    {"GB200", 0, "gb200-186gb"},
+    {"GB200", 186, "gb200-186gb"},
+    {"GB200", 192, "gb200-186gb"},
+    {"GB300", 0, "gb300-288gb"},
+    {"GB300", 279, "gb300-288gb"},
+    {"GB300", 288, "gb300-288gb"},
+    {"MI300X", 0, "mi300x-192gb"},
+    {"MI300X", 192, "mi300x-192gb"},
+    {"MI325X", 0, "mi325x-256gb"},
+    {"MI325X", 256, "mi325x-256gb"},
+    {"MI355X", 0, "mi355x-288gb"},
+    {"MI355X", 288, "mi355x-288gb"},
+    {"L40S", 0, "l40s-48gb"},
+    {"L40S", 48, "l40s-48gb"},
+    {"910B", 0, "ascend-910b-64gb"},
+    {"910B", 64, "ascend-910b-64gb"},
+    {"ASCEND910B", 0, "ascend-910b-64gb"},
+    {"ASCEND910B", 64, "ascend-910b-64gb"},
+});
 
-// Sizes as vendors and frameworks print them: an H100 SXM is 80 GB, its HBM3e variant 94 or 96
-// (nvidia-smi shows 95,830 MiB); a B200 sells as 192 GB and reports 180 GB usable (183,359 MiB);
-// a GB200 as 186 or 192; a GB300 as 288 and reports 279 (284,208 MiB).
-const std::array<ModelSizes, 17>& models() {
-  static const std::array<ModelSizes, 17> table{{
-      {"H100", {{80, "h100-80gb"}, {94, "h100-96gb"}, {96, "h100-96gb"}}, "h100-80gb"},
-      {"H200", {{141, "h200-141gb"}}, "h200-141gb"},
-      {"GH200", {{141, "h200-141gb"}, {144, "h200-141gb"}}, "h200-141gb"},
-      {"H800", {{80, "h800-80gb"}}, "h800-80gb"},
-      {"H20", {{96, "h20-96gb"}}, "h20-96gb"},
-      {"A100", {{40, "a100-40gb"}, {80, "a100-80gb"}}, "a100-80gb"},
-      {"A800", {{80, "a800-80gb"}}, "a800-80gb"},
-      {"B200", {{180, "b200-192gb"}, {192, "b200-192gb"}}, "b200-192gb"},
-      {"B300", {{279, "b300-288gb"}, {288, "b300-288gb"}}, "b300-288gb"},
-      {"GB200", {{186, "gb200-186gb"}, {192, "gb200-186gb"}}, "gb200-186gb"},
-      {"GB300", {{279, "gb300-288gb"}, {288, "gb300-288gb"}}, "gb300-288gb"},
-      {"MI300X", {{192, "mi300x-192gb"}}, "mi300x-192gb"},
-      {"MI325X", {{256, "mi325x-256gb"}}, "mi325x-256gb"},
-      {"MI355X", {{288, "mi355x-288gb"}}, "mi355x-288gb"},
-      {"L40S", {{48, "l40s-48gb"}}, "l40s-48gb"},
-      {"910B", {{64, "ascend-910b-64gb"}}, "ascend-910b-64gb"},
-      {"ASCEND910B", {{64, "ascend-910b-64gb"}}, "ascend-910b-64gb"},
-  }};
-  return table;
+bool known_model(std::string_view t) {
+  return std::any_of(kModelSizes.begin(), kModelSizes.end(), [&](const ModelSize& m) { return m.model == t; });
 }
 
 // Words that name a vendor, a product line, a system or a memory type, never the GPU model.
@@ -97,7 +120,7 @@ std::optional<std::string> case_device_preset(std::string_view name) {
       toks.erase(toks.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     }
   }
-  const ModelSizes* model = nullptr;
+  std::string model;
   std::optional<std::int64_t> size;
   for (const std::string& t : toks) {
     if (filler(t)) continue;
@@ -107,14 +130,12 @@ std::optional<std::string> case_device_preset(std::string_view name) {
       size = gb;
       continue;
     }
-    const auto it = std::find_if(models().begin(), models().end(), [&](const ModelSizes& m) { return m.model == t; });
-    if (it == models().end() || model != nullptr) return std::nullopt;  // an unknown word, or two models
-    model = &*it;
+    if (!known_model(t) || !model.empty()) return std::nullopt;  // an unknown word, or two models
+    model = t;
   }
-  if (model == nullptr) return std::nullopt;
-  if (!size) return std::string(model->unsized);
-  for (const auto& [gb, preset] : model->sizes) {
-    if (gb == *size) return std::string(preset);
+  if (model.empty()) return std::nullopt;
+  for (const ModelSize& m : kModelSizes) {
+    if (m.model == model && m.gb == size.value_or(0)) return std::string(m.preset);
   }
   return std::nullopt;
 }

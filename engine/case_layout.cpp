@@ -1,7 +1,5 @@
 #include "engine/case_layout.hpp"
 
-#include <array>
-
 namespace meshfit {
 
 namespace {
@@ -18,27 +16,21 @@ CaseLayoutResult resolve_case_layout(const CaseLayoutInput& in, std::vector<std:
   CaseLayout out;
   // The degrees. A null among tp, pp, cp that is the only null of the four is what the world
   // leaves for it; any other null degree is 1.
-  struct Degree {
-    const char* name;
-    const std::optional<std::int64_t>* stated;
-    std::int64_t* value;
-  };
-  const std::array<Degree, 3> model_dims{{{"tp", &in.tp, &out.tp}, {"pp", &in.pp, &out.pp}, {"cp", &in.cp, &out.cp}}};
-  int nulls = in.dp ? 0 : 1;
-  for (const Degree& d : model_dims) nulls += d.stated->has_value() ? 0 : 1;
-  std::int64_t stated_product = in.dp.value_or(1);
-  for (const Degree& d : model_dims) stated_product *= d.stated->value_or(1);
-  for (const Degree& d : model_dims) {
-    if (d.stated->has_value()) {
-      *d.value = **d.stated;
-    } else if (nulls == 1 && in.world % stated_product == 0) {
-      *d.value = in.world / stated_product;
-      notes.push_back(std::string("null ") + d.name + " -> world_size/(the other degrees) = " + str(*d.value));
-    } else {
-      *d.value = 1;
-      notes.push_back(std::string("null ") + d.name + " -> 1");
+  const int nulls = !in.dp + !in.tp + !in.pp + !in.cp;
+  const std::int64_t stated_product = in.dp.value_or(1) * in.tp.value_or(1) * in.pp.value_or(1) * in.cp.value_or(1);
+  auto degree = [&](const char* name, const std::optional<std::int64_t>& stated) -> std::int64_t {
+    if (stated) return *stated;
+    if (nulls == 1 && in.world % stated_product == 0) {
+      notes.push_back(std::string("null ") + name +
+                      " -> world_size/(the other degrees) = " + str(in.world / stated_product));
+      return in.world / stated_product;
     }
-  }
+    notes.push_back(std::string("null ") + name + " -> 1");
+    return 1;
+  };
+  out.tp = degree("tp", in.tp);
+  out.pp = degree("pp", in.pp);
+  out.cp = degree("cp", in.cp);
   const std::int64_t model_parallel = out.tp * out.pp * out.cp;
   if (in.dp) {
     out.dp = *in.dp;

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
-#include <array>
 #include <cctype>
-#include <string_view>
 #include <utility>
 
 #include "engine/case_device_names.hpp"
@@ -386,7 +384,7 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src, 
       applied += (applied.empty() ? "" : ", ") + what;
     }
     if (!applied.empty()) vc.defaults_taken.push_back("comm_overlap [" + applied + "] -> hidden (§7.6)");
-  } else if (clause_states(to_lower(feat.optional_string("other").value_or("")), {"ep communication overlap"})) {
+  } else if (clause_states(other, {"ep communication overlap"})) {
     // A case whose `other` names Megatron's EP overlap but has no comm_overlap list ("no EP
     // communication overlap" and "EP communication overlap off" do not).
     vc.run.options.ep_overlap = 1;
