@@ -5,6 +5,7 @@
 #include "estimators/collectives.hpp"
 #include "estimators/fp8_casts.hpp"
 #include "estimators/layer_activations.hpp"
+#include "estimators/moe_host_issue.hpp"
 #include "estimators/moe_routing_bytes.hpp"
 #include "estimators/rank_layout.hpp"
 
@@ -118,6 +119,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     if (op.role == OpRole::attention_proj || op.role == OpRole::attention_up) att_proj_f += f;
     if (op.role == OpRole::attention_up) up_f += f;
     if (op.role == OpRole::ffn_proj) ffn_proj_f += f;
+    if (op.role == OpRole::ffn_proj && ffn == FfnKind::moe) t.experts_forward += f;
     if (op.role == OpRole::shared_expert) shared_f += f;
     // Which SP collective each GEMM sits next to: the attention's projections before the core read
     // its all-gather, the one after it feeds its reduce-scatter; likewise the FFN's first and
@@ -324,15 +326,10 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     // HybridEP plans each dispatch from the whole group's routing: it first all-gathers every
     // rank's bool routing map [tokens × E] (DeepEP hybrid-ep branch, csrc/hybrid_ep/executor/
     // executor.cu, Executor::allgather_routing_map: NCCL's all_gather_into_tensor across nodes,
-    // its own 32-SM kernel inside one), and after the dispatch the host reads how many tokens
-    // arrived before it launches the expert GEMMs, the GPU idle meanwhile (the profile's
-    // hybridep_sync_stall; not with a static token budget, ep_token_budget). Forward only: the
-    // backward's dispatch and combine reuse the forward's handle (Megatron-LM moe/fused_a2a.py,
-    // HybridEPDispatch and HybridEPCombine). Megatron's EP overlap fills the idle time with the
-    // other micro-batch's work as it hides the traffic.
+    // its own 32-SM kernel inside one). Forward only: the backward's dispatch and combine reuse the
+    // forward's handle (Megatron-LM moe/fused_a2a.py, HybridEPDispatch and HybridEPCombine).
     double planning = o.ep_dispatch == EpDispatch::hybridep
-                          ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts)) +
-                                (o.ep_token_budget ? 0 : run.profile.hybridep_sync_stall)
+                          ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts))
                           : 0;
     planning += split_exchange_time(m, run, d, s);
     if (s.etp > 1) {
@@ -340,16 +337,29 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
       forward +=
           all_gather(etp, static_cast<double>(s.etp) * S_d) + reduce_scatter(etp, static_cast<double>(s.etp) * S_d);
     }
+    // The host's issue time the forward's sync exposes (moe_host_issue.hpp). The all-to-all and
+    // DeepEP sync before their dispatch, which then runs while the host issues the experts;
+    // HybridEP syncs after its own.
+    HostExposure host;
+    if (run.profile.host_launch_time > 0 && moe_dispatch_syncs_host(o, s)) {
+      MoeLayerGpu g;
+      g.queued_ahead = o.ep_dispatch == EpDispatch::hybridep ? 0 : forward / 2;
+      g.experts_forward = t.experts_forward;
+      g.forward = t.forward + t.tp_forward + t.cp_forward + forward + planning;
+      g.backward = t.backward + (t.tp - t.tp_forward) + (t.cp - t.cp_forward) + forward;
+      host = host_issue_exposure(moe_layer_launches(m, run, s), run.profile.host_launch_time, g);
+    }
     // §7.6: ω_ep of it hidden, but no more than the compute it runs beside: Megatron's
     // overlap_moe_expert_parallel_comm pairs one micro-batch's forward of the layer with another's
     // backward, so both directions' collectives hide behind the layer's forward and backward
-    // compute, and what they exceed it by stays exposed (each direction keeps its share).
-    // HybridEP's kernels hide less of it (the profile's hybridep_overlap_share).
-    const double raw = 2 * forward + planning;
+    // compute, and what they exceed it by stays exposed (each direction keeps its share); the other
+    // micro-batch's work fills the host's idle time the same way. HybridEP's kernels hide less of
+    // it (the profile's hybridep_overlap_share).
+    const double raw = 2 * forward + planning + host.forward + host.backward;
     const double share = o.ep_dispatch == EpDispatch::hybridep ? run.profile.hybridep_overlap_share : 1.0;
     const double hidden = std::min(o.ep_overlap * share * raw, t.forward + t.backward);
     const double kept = raw > 0 ? 1 - hidden / raw : 0;
-    t.ep_forward = (forward + planning) * kept;
+    t.ep_forward = (forward + planning + host.forward) * kept;
     t.ep = raw * kept;
     // The V pairs each chunk's comm with the other's compute (unless dualpipe_overlap is off).
     if (s.schedule == Schedule::dualpipev && o.dualpipe_overlap) t.ep_forward = t.ep = 0;

@@ -25,6 +25,7 @@ KernelScales kernel_scales(const Run& run, const Device& d, const Strategy& s);
 struct LayerTime {
   double forward = 0, backward = 0, weight_grad = 0;  // compute (elementwise time included)
   double core_forward = 0;                            // the attention core's forward kernel
+  double experts_forward = 0;                         // the routed experts' grouped GEMMs, forward
   double recompute[3] = {0, 0, 0};                    // compute added per recompute mode
   // Exposed communication, forward + backward, and the forward part a recompute repeats.
   double tp = 0, cp = 0, ep = 0;

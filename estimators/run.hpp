@@ -99,9 +99,9 @@ struct FrameworkProfile {
   // ω_d: the share of the ideal decomposed TP overlap (tp_comm_overlap; search-and-time.md §7.5)
   // that the framework's implementation realises, calibrated on paired runs with and without it.
   double tp_overlap_efficiency = 1.0;
-  // Seconds the GPU idles in each MoE layer's forward under HybridEP while the host sizes the
-  // dispatched tokens (layer_time.cpp, ep_time); 0: not priced.
-  double hybridep_sync_stall = 0;
+  // Host seconds per kernel the framework issues eagerly, which an MoE layer's forward sync exposes
+  // (moe_host_issue.hpp); 0: not priced.
+  double host_launch_time = 0;
   // The share of HybridEP's EP traffic the framework's EP overlap hides (§7.6's ω_ep scaled by
   // it); 1: as much as any dispatcher's.
   double hybridep_overlap_share = 1.0;
@@ -214,8 +214,8 @@ struct RunOptions {
   double loss_chunks = 1;
   EpDispatch ep_dispatch = EpDispatch::all_to_all;
   // HybridEP with a static token budget per EP rank (Megatron's moe_expert_rank_capacity_factor):
-  // its buffers are sized in advance, so the dispatch needs no host sync (the profile's
-  // hybridep_sync_stall is not paid).
+  // its buffers are sized in advance, so the dispatch needs no host sync (moe_host_issue.hpp: no
+  // host issue time is exposed).
   bool ep_token_budget = false;
   // Overlap switches of search-and-time.md §7.6: the exposed fractions 1 − ω of TP and EP
   // collectives, the CP ring hidden behind the attention core, PP point-to-point hidden
