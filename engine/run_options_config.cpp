@@ -90,6 +90,9 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "vocab_parallel_loss",
                                                  "ep_dispatcher",
                                                  "ep_token_budget",
+                                                 "moe_router_fusion",
+                                                 "cuda_graph_attn",
+                                                 "cuda_graph_moe_router",
                                                  "tp_overlap",
                                                  "ep_overlap",
                                                  "cp_overlap",
@@ -215,6 +218,9 @@ void read_parallel_options(const OptionReader& r, const std::string& source, Run
            {{"alltoall", EpDispatch::all_to_all}, {"deepep", EpDispatch::deepep}, {"hybridep", EpDispatch::hybridep}},
            "alltoall, deepep or hybridep");
   r.flag("ep_token_budget", o.ep_token_budget);
+  r.flag("moe_router_fusion", o.moe_router_fusion);
+  r.flag("cuda_graph_attn", o.cuda_graph_attn);
+  r.flag("cuda_graph_moe_router", o.cuda_graph_moe_router);
   r.number("tp_overlap", o.tp_overlap, 0, 1);
   r.number("ep_overlap", o.ep_overlap, 0, 1);
   r.flag("cp_overlap", o.cp_overlap);

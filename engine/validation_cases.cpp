@@ -299,6 +299,11 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src, 
   // its dispatch the host sync.
   if (clause_states(other, {"moe_expert_rank_capacity_factor"}) || clause_states(other, {"static token budget"}))
     vc.run.options.ep_token_budget = true;
+  // And what sets the host's launches per MoE layer (moe_host_issue.hpp): Megatron's fused router,
+  // and Transformer Engine's scoped CUDA graphs ("CUDA graphs ... with scopes attn + moe_router").
+  if (clause_states(other, {"router fusion"})) vc.run.options.moe_router_fusion = true;
+  if (clause_states(other, {"cuda graph", "scope", "attn"})) vc.run.options.cuda_graph_attn = true;
+  if (clause_states(other, {"cuda graph", "scope", "moe_router"})) vc.run.options.cuda_graph_moe_router = true;
   // So is the FP8 scaling recipe ("float8 rowwise", "float8 tensorwise", "MXFP8").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
   if (fp8 && other.find("mxfp8") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::mxfp8;

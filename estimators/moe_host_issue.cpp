@@ -6,12 +6,50 @@ namespace meshfit {
 
 namespace {
 
-// Kernels per layer and micro-batch in the one measured count: Megatron-Bridge's Nsight comparison
-// of Qwen3-30B-A3B on 16 H100s (bf16, EP 16 so 8 local experts, HybridEP, CUDA graphs on the router
-// and its preprocessing; skills/nemo-mbridge-perf-expert-parallel-overlap/SKILL.md) captured
-// 463,348 rank-0 kernels in a step of 48 MoE layers × 64 micro-batches.
-constexpr double kProfiledKernels = 463'348.0 / (48.0 * 64.0);
-constexpr double kProfiledLocalExperts = 8;
+// Kernel launches (NCCL collectives included) of one module, forward and backward, per layer and
+// micro-batch, bf16, eager: counted from Megatron-Core (megatron/core/transformer/attention.py,
+// multi_latent_attention.py, moe/router.py, moe/token_dispatcher.py, moe/shared_experts.py;
+// NVIDIA/Megatron-LM @d98e8a6) and Transformer Engine (pytorch/module/linear.py,
+// layernorm_linear.py, attention/dot_product_attention, fused RoPE; NVIDIA/TransformerEngine
+// @d0067d0), one per torch elementwise op, GEMM, extension call, copy of a non-contiguous input
+// and collective. The cuDNN attention's own count is an estimate (its code is closed), ±1.
+struct Launches {
+  double forward = 0, backward = 0;
+};
+// Attention with GQA: the input norm fused into the QKV projection (2 / 4 + the main_grad add),
+// fused RoPE on q and k (2 / 2), the strided V made contiguous (1 / 0), cuDNN attention (2 / 3),
+// the QKV split's concatenation in the backward (0 / 1), the output projection (1 / 2), the
+// residual add (1 / 1 at its fork).
+constexpr Launches kGqaAttention{9, 14};
+constexpr Launches kQkNorm{4, 6};  // the q and k heads copied and normed (Qwen3's qk_layernorm)
+// MLA without a query latent, with Megatron-Core's unfused rotary on the rope parts of q and k
+// (13 / 12 each; Megatron-Bridge's DeepSeek recipes keep apply_rope_fusion off): the input norm,
+// the q, kv-down and (norm-fused) kv-up projections, the nope/rope concatenations, cuDNN
+// attention, the output projection and the residual add.
+constexpr Launches kMlaAttention{39, 47};
+constexpr Launches kPreMlpNorm{1, 3};
+// The router: gating GEMM, top-k, scores, counts and the auxiliary loss. Fused
+// (--moe-router-fusion): 9 / 13; unfused (softmax, aux_loss): 27 / 18.
+constexpr Launches kRouterFused{9, 13};
+constexpr Launches kRouterUnfused{27, 18};
+// The dropless all-to-all dispatcher with permute fusion, expert-TP 1: the count all-gather and
+// its preprocessing (6 kernels + 1 collective, which moe_preprocess graphs), permute, the token
+// and probability all-to-alls, the sort of chunks by local expert and back, the combine
+// all-to-all and unpermute: 15 kernels + 4 collectives / 4 + 3.
+constexpr Launches kAllToAllDispatch{19, 7};
+constexpr double kAllToAllPreprocess = 7;
+// HybridEP and DeepEP: their own kernels and copies, 8-12 / 6-8; the middle.
+constexpr Launches kFusedDispatch{10, 7};
+constexpr Launches kSharedExpert{4, 5};   // two GEMMs and SwiGLU, and the add into the output
+constexpr Launches kResidualForks{1, 2};  // the MLP's residual add and the autograd adds at forks
+// Under TP: sequence parallelism's all-gather and reduce-scatter around each block (forward 2;
+// backward the input re-gathered, the data gradient reduce-scattered and the output gradient
+// gathered, 3), MLA's two more for its latent and rotary key; plain TP's all-reduces (1 / 1).
+constexpr Launches kSpCollectives{2, 3};
+constexpr Launches kMlaSpCollectives{5, 6};
+constexpr Launches kTpAllReduces{1, 1};
+// A module a CUDA graph captures is one launch each way.
+constexpr Launches kGraph{1, 1};
 
 // The routed experts' kernels, from Transformer Engine's GroupedLinear up to 2.12
 // (transformer_engine/pytorch/module/grouped_linear.py, _GroupedLinear: general_grouped_gemm
@@ -22,20 +60,42 @@ constexpr double kProfiledLocalExperts = 8;
 double expert_launches_forward(double E, bool fp8) { return fp8 ? 4 * E + 6 : 2 * E + 2; }
 double expert_launches_backward(double E, bool fp8) { return fp8 ? 6 * E + 10 : 4 * E + 2; }
 
-// Everything else in the profiled count (attention, norms, router, dispatch and combine, and the
-// step's own kernels spread over its layers), split as the GEMMs split: the backward runs two
-// kernels (data and weight gradient) for each one of the forward.
-constexpr double kRestLaunches = kProfiledKernels - (2 * kProfiledLocalExperts + 2) - (4 * kProfiledLocalExperts + 2);
-
 }  // namespace
 
 MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strategy& s) {
+  const RunOptions& o = run.options;
   const double E = static_cast<double>(m.experts) / static_cast<double>(s.ep * s.etp);
-  const bool fp8 = run.options.fp8_linears;
+  const bool mla = m.attention == AttentionKind::mla;
+  Launches rest;
+  const auto add = [&](Launches l) {
+    rest.forward += l.forward;
+    rest.backward += l.backward;
+  };
+  if (o.cuda_graph_attn) {
+    add(kGraph);
+  } else {
+    add(mla ? kMlaAttention : kGqaAttention);
+    if (m.qk_norm && !mla) add(kQkNorm);
+    if (s.tp > 1) add(s.sp ? (mla ? kMlaSpCollectives : kSpCollectives) : kTpAllReduces);
+  }
+  add(kPreMlpNorm);
+  add(o.cuda_graph_moe_router ? kGraph : o.moe_router_fusion ? kRouterFused : kRouterUnfused);
+  if (o.ep_dispatch == EpDispatch::all_to_all) {
+    add(kAllToAllDispatch);
+    if (o.cuda_graph_moe_router) rest.forward -= kAllToAllPreprocess;
+  } else {
+    add(kFusedDispatch);
+  }
+  if (m.shared_experts > 0) {
+    add(kSharedExpert);
+    if (s.tp > 1) add(s.sp ? kSpCollectives : kTpAllReduces);
+  }
+  add(kResidualForks);
+  const bool fp8 = o.fp8_linears;
   MoeLayerLaunches n;
   n.forward_experts = expert_launches_forward(E, fp8);
-  n.forward_rest = kRestLaunches / 3;
-  n.backward = expert_launches_backward(E, fp8) + 2 * kRestLaunches / 3;
+  n.forward_rest = rest.forward;
+  n.backward = expert_launches_backward(E, fp8) + rest.backward;
   return n;
 }
 

@@ -217,6 +217,12 @@ struct RunOptions {
   // its buffers are sized in advance, so the dispatch needs no host sync (moe_host_issue.hpp: no
   // host issue time is exposed).
   bool ep_token_budget = false;
+  // The host's kernel launches of an MoE layer (moe_host_issue.hpp): Megatron's fused router
+  // (--moe-router-fusion) and Transformer Engine's scoped CUDA graphs of the attention
+  // (--cuda-graph-scope attn) and of the router with its dispatch preprocessing (moe_router,
+  // moe_preprocess), each of which the host launches as one graph.
+  bool moe_router_fusion = false;
+  bool cuda_graph_attn = false, cuda_graph_moe_router = false;
   // Overlap switches of search-and-time.md §7.6: the exposed fractions 1 − ω of TP and EP
   // collectives, the CP ring hidden behind the attention core, PP point-to-point hidden
   // (Megatron's overlap_p2p_comm), DualPipeV's pairing, and the DP/ZeRO windows.

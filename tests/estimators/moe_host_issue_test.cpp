@@ -1,30 +1,53 @@
 // The host issue time an MoE layer's forward sync exposes (estimators/moe_host_issue.hpp): launch
-// counts from Transformer Engine's GroupedLinear and the one measured kernel count, and the
-// exposure's two bounds, each by hand.
+// counts per module (Megatron-Core, Transformer Engine's GroupedLinear), the exposure's two bounds,
+// and the launch time against the one measured idle, each by hand.
 #include <doctest/doctest.h>
 
 #include "estimator_fixture.hpp"
 #include "estimators/layer_time.hpp"
 #include "estimators/moe_host_issue.hpp"
+#include "test_support.hpp"
 
 using namespace meshfit;
 using meshfit::test::make_case;
 
-TEST_CASE("an MoE layer's launches: per local expert from GroupedLinear, the rest from the Nsight count") {
-  // The rest: 463,348 kernels / (48 layers × 64 micro-batches) = 150.829427 per layer and
-  // micro-batch, less the profiled run's bf16 experts at E = 8 (forward 2·8 + 2 = 18, backward
-  // 4·8 + 2 = 34): 98.829427, a third of it forward (32.943142), two thirds backward (65.886285).
-  auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");  // 128/16 = 8 local
+TEST_CASE("an MoE layer's launches: per local expert from GroupedLinear, per module from Megatron-Core") {
+  // Qwen3-30B-A3B at EP 16 (8 local experts), bf16, TP 1, the all-to-all dispatcher, eager, the
+  // router unfused (Megatron's defaults). Forward: GQA attention 9 + q/k norm 4 + pre-MLP norm 1
+  // + router 27 + dispatcher 19 + residual forks 1 = 61; experts 2·8 + 2 = 18. Backward:
+  // 14 + 6 + 3 + 18 + 7 + 2 = 50, experts 4·8 + 2 = 34.
+  auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
   MoeLayerLaunches n = moe_layer_launches(c.model, c.run, c.strategy);
   CHECK(n.forward_experts == 18);
-  CHECK(n.forward_rest == doctest::Approx(32.943142).epsilon(1e-7));
-  CHECK(n.backward == doctest::Approx(34 + 65.886285).epsilon(1e-7));
-  // FP8 at EP 8 (16 local experts): forward 4·16 + 6 = 70, backward 6·16 + 10 = 106.
+  CHECK(n.forward_rest == 61);
+  CHECK(n.backward == 50 + 34);
+  // The profiled run: HybridEP (10 / 7), its router and preprocessing one CUDA graph (1 / 1):
+  // forward 9 + 4 + 1 + 1 + 10 + 1 = 26, backward 14 + 6 + 3 + 1 + 7 + 2 = 33.
+  c.run.options.ep_dispatch = EpDispatch::hybridep;
+  c.run.options.cuda_graph_moe_router = true;
+  n = moe_layer_launches(c.model, c.run, c.strategy);
+  CHECK(n.forward_rest == 26);
+  CHECK(n.backward == 33 + 34);
+  // The attention graphed too: 1 / 1 for the attention and its q/k norm: 1 + 1 + 1 + 10 + 1 = 14.
+  c.run.options.cuda_graph_attn = true;
+  CHECK(moe_layer_launches(c.model, c.run, c.strategy).forward_rest == 14);
+  // FP8 at EP 8 (16 local experts): forward 4·16 + 6 = 70, backward 6·16 + 10 = 106; a fused
+  // router (9 / 13) in place of the unfused one: forward 61 − 27 + 9 = 43, backward 50 − 18 + 13 = 45.
   auto f = make_case("qwen3-30b-a3b", 8, 4096, 512, "dp=8,ep=8,zero=1,mbs=4");
   f.run.options.fp8_linears = true;
+  f.run.options.moe_router_fusion = true;
   n = moe_layer_launches(f.model, f.run, f.strategy);
   CHECK(n.forward_experts == 70);
-  CHECK(n.backward == doctest::Approx(106 + 65.886285).epsilon(1e-7));
+  CHECK(n.forward_rest == 43);
+  CHECK(n.backward == 106 + 45);
+  // MLA with shared experts under TP 2 + SP (DeepSeek-V2-Lite, 64 experts at EP 8): attention
+  // 39 + its SP collectives 5, pre-MLP norm 1, router 27, dispatcher 19, shared expert 4 + its SP
+  // collectives 2, forks 1 = 98 forward; 47 + 6 + 3 + 18 + 7 + 5 + 3 + 2 = 91 backward, and the
+  // experts 4·8 + 2 = 34.
+  auto mla = make_case(test::data_path("models/deepseek-v2-lite.json"), 8, 4096, 32, "dp=4,tp=2,sp=true,ep=8");
+  n = moe_layer_launches(mla.model, mla.run, mla.strategy);
+  CHECK(n.forward_rest == 98);
+  CHECK(n.backward == 91 + 34);
 }
 
 TEST_CASE("the host's issue is exposed after the sync, or where the whole layer issues slower than it runs") {
@@ -65,6 +88,7 @@ TEST_CASE("the Megatron profile's launch time gives the profiled run its measure
   // 4096). The profile's τ was fitted so the model gives that; this holds it there within 5 %.
   auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
   c.run.options.ep_dispatch = EpDispatch::hybridep;
+  c.run.options.cuda_graph_moe_router = true;  // its router and preprocessing ran as CUDA graphs
   const LayerTime with = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   c.run.profile.host_launch_time = 0;
   const LayerTime without = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);

@@ -272,6 +272,7 @@ TEST_CASE("HybridEP all-gathers the routing map before each forward dispatch") {
   // The host's issue time its sync exposes is moe_host_issue_test's; without it (a profile that
   // does not price it, as here), the all-gather alone.
   auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
+  const double profile_launch_time = c.run.profile.host_launch_time;
   c.run.profile.host_launch_time = 0;
   c.run.options.ep_dispatch = EpDispatch::deepep;
   const LayerTime deepep = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
@@ -281,7 +282,8 @@ TEST_CASE("HybridEP all-gathers the routing map before each forward dispatch") {
   CHECK(hybridep.ep_forward - deepep.ep_forward == doctest::Approx(99.966095e-6).epsilon(1e-6));
   // With the Megatron profile's launch time, a static token budget (moe_expert_rank_capacity_factor)
   // needs no host sync and exposes nothing more: the all-gather alone again.
-  c.run.profile.host_launch_time = 41e-6;
+  CHECK(profile_launch_time > 0);
+  c.run.profile.host_launch_time = profile_launch_time;
   c.run.options.ep_token_budget = true;
   const LayerTime budget = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
   CHECK(budget.ep - deepep.ep == doctest::Approx(99.966095e-6).epsilon(1e-6));
