@@ -313,6 +313,16 @@ TEST_CASE("validate: a HybridEP case's static token budget and EP overlap, from 
   CHECK(cases[0].run.options.ep_overlap == 1);
   CHECK(cases[1].run.options.ep_overlap == 0);
   CHECK(cases[2].run.options.ep_overlap == 0);
+  // "router fusion" and the graph scopes "attn" and "moe_router"; "... off" is not.
+  CHECK(cases[0].run.options.moe_router_fusion);
+  CHECK(cases[0].run.options.cuda_graph_attn);
+  CHECK(cases[0].run.options.cuda_graph_moe_router);
+  CHECK_FALSE(cases[1].run.options.moe_router_fusion);
+  CHECK_FALSE(cases[1].run.options.cuda_graph_attn);
+  CHECK_FALSE(cases[1].run.options.cuda_graph_moe_router);
+  CHECK_FALSE(cases[2].run.options.moe_router_fusion);
+  CHECK_FALSE(cases[2].run.options.cuda_graph_attn);
+  CHECK(cases[2].run.options.cuda_graph_moe_router);
 }
 
 TEST_CASE("validate: a Megatron case with layers its stages do not divide takes Megatron-Bridge's split") {
