@@ -307,11 +307,12 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
   const double h = static_cast<double>(m.hidden), beta_a = o.beta_a;
   const bool tree = o.latency_tree;
+  double forward = 0, planning = 0;  // the dispatch and combine, and what plans them, per direction
   if (s.ep > 1 || s.etp > 1) {
     const double n_moe = b * seq / static_cast<double>(s.cp * s.tp);
     const double S_d = n_moe * static_cast<double>(m.top_k) * h * beta_a * rho;
     const Group ep = make_group(d, s.etp, s.ep, tree);
-    double forward = 2 * all_to_all(ep, d, S_d);
+    forward = 2 * all_to_all(ep, d, S_d);
     if (sends_once_per_node(o.ep_dispatch) && !ep.inside_node) {
       // One copy per other node that holds one of the token's k experts: with E/n_nodes experts
       // per node, a node holds none of k distinct experts with probability
@@ -328,42 +329,42 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     // executor.cu, Executor::allgather_routing_map: NCCL's all_gather_into_tensor across nodes,
     // its own 32-SM kernel inside one). Forward only: the backward's dispatch and combine reuse the
     // forward's handle (Megatron-LM moe/fused_a2a.py, HybridEPDispatch and HybridEPCombine).
-    double planning = o.ep_dispatch == EpDispatch::hybridep
-                          ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts))
-                          : 0;
+    planning = o.ep_dispatch == EpDispatch::hybridep
+                   ? all_gather(ep, static_cast<double>(s.ep) * n_moe * static_cast<double>(m.experts))
+                   : 0;
     planning += split_exchange_time(m, run, d, s);
     if (s.etp > 1) {
       const Group etp = make_group(d, 1, s.etp, tree);
       forward +=
           all_gather(etp, static_cast<double>(s.etp) * S_d) + reduce_scatter(etp, static_cast<double>(s.etp) * S_d);
     }
-    // The host's issue time the forward's sync exposes (moe_host_issue.hpp). The all-to-all and
-    // DeepEP sync before their dispatch, which then runs while the host issues the experts;
-    // HybridEP syncs after its own.
-    HostExposure host;
-    if (run.profile.host_launch_time > 0 && moe_dispatch_syncs_host(o, s)) {
-      MoeLayerGpu g;
-      g.queued_ahead = o.ep_dispatch == EpDispatch::hybridep ? 0 : forward / 2;
-      g.experts_forward = t.experts_forward;
-      g.forward = t.forward + t.tp_forward + t.cp_forward + forward + planning;
-      g.backward = t.backward + (t.tp - t.tp_forward) + (t.cp - t.cp_forward) + forward;
-      host = host_issue_exposure(moe_layer_launches(m, run, s), run.profile.host_launch_time, g);
-    }
-    // §7.6: ω_ep of it hidden, but no more than the compute it runs beside: Megatron's
-    // overlap_moe_expert_parallel_comm pairs one micro-batch's forward of the layer with another's
-    // backward, so both directions' collectives hide behind the layer's forward and backward
-    // compute, and what they exceed it by stays exposed (each direction keeps its share); the other
-    // micro-batch's work fills the host's idle time the same way. HybridEP's kernels hide less of
-    // it (the profile's hybridep_overlap_share).
-    const double raw = 2 * forward + planning + host.forward + host.backward;
-    const double share = o.ep_dispatch == EpDispatch::hybridep ? run.profile.hybridep_overlap_share : 1.0;
-    const double hidden = std::min(o.ep_overlap * share * raw, t.forward + t.backward);
-    const double kept = raw > 0 ? 1 - hidden / raw : 0;
-    t.ep_forward = (forward + planning + host.forward) * kept;
-    t.ep = raw * kept;
-    // The V pairs each chunk's comm with the other's compute (unless dualpipe_overlap is off).
-    if (s.schedule == Schedule::dualpipev && o.dualpipe_overlap) t.ep_forward = t.ep = 0;
   }
+  // The host's issue time the forward's sync exposes (moe_host_issue.hpp), with or without EP.
+  // The all-to-all and DeepEP sync before their dispatch, which then runs while the host issues
+  // the experts; HybridEP syncs after its own, and without EP there is no dispatch to run.
+  HostExposure host;
+  if (run.profile.host_launch_time > 0 && moe_dispatch_syncs_host(o)) {
+    MoeLayerGpu g;
+    g.queued_ahead = o.ep_dispatch == EpDispatch::hybridep ? 0 : forward / 2;
+    g.experts_forward = t.experts_forward;
+    g.forward = t.forward + t.tp_forward + t.cp_forward + forward + planning;
+    g.backward = t.backward + (t.tp - t.tp_forward) + (t.cp - t.cp_forward) + forward;
+    host = host_issue_exposure(moe_layer_launches(m, run, s), run.profile.host_launch_time, g);
+  }
+  // §7.6: ω_ep of it hidden, but no more than the compute it runs beside: Megatron's
+  // overlap_moe_expert_parallel_comm pairs one micro-batch's forward of the layer with another's
+  // backward, so both directions' collectives hide behind the layer's forward and backward
+  // compute, and what they exceed it by stays exposed (each direction keeps its share); the other
+  // micro-batch's work fills the host's idle time the same way. HybridEP's kernels hide less of
+  // it (the profile's hybridep_overlap_share).
+  const double raw = 2 * forward + planning + host.forward + host.backward;
+  const double share = o.ep_dispatch == EpDispatch::hybridep ? run.profile.hybridep_overlap_share : 1.0;
+  const double hidden = std::min(o.ep_overlap * share * raw, t.forward + t.backward);
+  const double kept = raw > 0 ? 1 - hidden / raw : 0;
+  t.ep_forward = (forward + planning + host.forward) * kept;
+  t.ep = raw * kept;
+  // The V pairs each chunk's comm with the other's compute (unless dualpipe_overlap is off).
+  if (s.schedule == Schedule::dualpipev && o.dualpipe_overlap) t.ep_forward = t.ep = 0;
 }
 
 }  // namespace

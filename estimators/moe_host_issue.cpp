@@ -38,6 +38,8 @@ constexpr Launches kRouterUnfused{27, 18};
 // all-to-all and unpermute: 15 kernels + 4 collectives / 4 + 3.
 constexpr Launches kAllToAllDispatch{19, 7};
 constexpr double kAllToAllPreprocess = 7;
+// The same without EP (ep·etp = 1): no all-to-alls (3 / 3) nor sorts by local expert (4 / 2).
+constexpr Launches kLocalDispatch{12, 2};
 // HybridEP and DeepEP: their own kernels and copies, 8-12 / 6-8; the middle.
 constexpr Launches kFusedDispatch{10, 7};
 constexpr Launches kSharedExpert{4, 5};   // two GEMMs and SwiGLU, and the add into the output
@@ -80,7 +82,10 @@ MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strate
   }
   add(kPreMlpNorm);
   add(o.cuda_graph_moe_router ? kGraph : o.moe_router_fusion ? kRouterFused : kRouterUnfused);
-  if (o.ep_dispatch == EpDispatch::all_to_all) {
+  if (s.ep * s.etp == 1) {
+    add(kLocalDispatch);
+    if (o.cuda_graph_moe_router) rest.forward -= kAllToAllPreprocess;
+  } else if (o.ep_dispatch == EpDispatch::all_to_all) {
     add(kAllToAllDispatch);
     if (o.cuda_graph_moe_router) rest.forward -= kAllToAllPreprocess;
   } else {
@@ -113,8 +118,6 @@ HostExposure host_issue_exposure(const MoeLayerLaunches& n, double tau, const Mo
   return e;
 }
 
-bool moe_dispatch_syncs_host(const RunOptions& o, const Strategy& s) {
-  return (s.ep > 1 || s.etp > 1) && o.moe_mode == MoeMode::dropless && !o.ep_token_budget;
-}
+bool moe_dispatch_syncs_host(const RunOptions& o) { return o.moe_mode == MoeMode::dropless && !o.ep_token_budget; }
 
 }  // namespace meshfit

@@ -45,7 +45,9 @@ struct HostExposure {
 HostExposure host_issue_exposure(const MoeLayerLaunches& n, double launch_time, const MoeLayerGpu& g);
 
 // Whether a run's MoE layers sync the host in their forward: dropless routing without a static
-// token budget (RunOptions::ep_token_budget), under expert parallelism.
-bool moe_dispatch_syncs_host(const RunOptions& o, const Strategy& s);
+// token budget (RunOptions::ep_token_budget), with or without EP. Without EP the all-to-all
+// dispatcher still reads the tokens per local expert on the host, for the grouped GEMMs' splits
+// (token_dispatcher.py, MoEAlltoAllTokenDispatcher.preprocess: cuda_sync_point "before_finish").
+bool moe_dispatch_syncs_host(const RunOptions& o);
 
 }  // namespace meshfit

@@ -68,17 +68,29 @@ TEST_CASE("the host's issue is exposed after the sync, or where the whole layer 
   CHECK(e.backward == 0);
 }
 
-TEST_CASE("only a dropless dispatch without a token budget, under EP, syncs the host") {
+TEST_CASE("a dropless dispatch without a token budget syncs the host, with or without EP") {
   auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
   RunOptions o = c.run.options;
-  CHECK(moe_dispatch_syncs_host(o, c.strategy));
+  CHECK(moe_dispatch_syncs_host(o));
   o.ep_token_budget = true;
-  CHECK_FALSE(moe_dispatch_syncs_host(o, c.strategy));
+  CHECK_FALSE(moe_dispatch_syncs_host(o));
   o.ep_token_budget = false;
   o.moe_mode = MoeMode::capacity;
-  CHECK_FALSE(moe_dispatch_syncs_host(o, c.strategy));
+  CHECK_FALSE(moe_dispatch_syncs_host(o));
+  // Without EP the dispatcher still reads the tokens per expert on the host ("before_finish"),
+  // with no all-to-alls (3 / 3) nor sorts (4 / 2): forward 61 − 7 = 54, backward 50 − 5 = 45, and
+  // all 128 experts local: 2·128 + 2 = 258 forward, 4·128 + 2 = 514 backward.
   auto no_ep = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=1,zero=1,mbs=1");
-  CHECK_FALSE(moe_dispatch_syncs_host(no_ep.run.options, no_ep.strategy));
+  CHECK(moe_dispatch_syncs_host(no_ep.run.options));
+  const MoeLayerLaunches n = moe_layer_launches(no_ep.model, no_ep.run, no_ep.strategy);
+  CHECK(n.forward_rest == 54);
+  CHECK(n.forward_experts == 258);
+  CHECK(n.backward == 45 + 514);
+  // ... and the layer's EP time is that exposure alone.
+  const LayerTime t = layer_time(no_ep.model, no_ep.run, no_ep.cluster.device, no_ep.strategy, FfnKind::moe);
+  CHECK(t.ep > 0);
+  no_ep.run.profile.host_launch_time = 0;
+  CHECK(layer_time(no_ep.model, no_ep.run, no_ep.cluster.device, no_ep.strategy, FfnKind::moe).ep == 0);
 }
 
 TEST_CASE("the Megatron profile's launch time gives the profiled run its measured idle") {
