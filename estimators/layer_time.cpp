@@ -119,7 +119,6 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     if (op.role == OpRole::attention_proj || op.role == OpRole::attention_up) att_proj_f += f;
     if (op.role == OpRole::attention_up) up_f += f;
     if (op.role == OpRole::ffn_proj) ffn_proj_f += f;
-    if (op.role == OpRole::ffn_proj && ffn == FfnKind::moe) t.experts_forward += f;
     if (op.role == OpRole::shared_expert) shared_f += f;
     // Which SP collective each GEMM sits next to: the attention's projections before the core read
     // its all-gather, the one after it feeds its reduce-scatter; likewise the FFN's first and
@@ -130,6 +129,8 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     if ((op.role == OpRole::ffn_proj && ffn == FfnKind::dense) || op.role == OpRole::shared_expert)
       t.tp_pair_gemm[ffn_pair_ops++ == 0 ? 2 : 3] += f;
   }
+
+  if (ffn == FfnKind::moe) t.experts_forward = ffn_proj_f;  // the routed experts' grouped GEMMs
 
   // §7.3 option `elementwise`: memory-bound bytes of norms, rotary, activation and residual adds
   // (read and written once in forward, twice in backward), at the framework's HBM passes.

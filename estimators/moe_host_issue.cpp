@@ -73,27 +73,25 @@ MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strate
     rest.forward += l.forward;
     rest.backward += l.backward;
   };
+  // A block's TP collectives: SP's gathers and scatters, or plain TP's all-reduces.
+  const auto tp_collectives = [&](Launches sp) {
+    if (s.tp > 1) add(s.sp ? sp : kTpAllReduces);
+  };
   if (o.cuda_graph_attn) {
     add(kGraph);
   } else {
     add(mla ? kMlaAttention : kGqaAttention);
     if (m.qk_norm && !mla) add(kQkNorm);
-    if (s.tp > 1) add(s.sp ? (mla ? kMlaSpCollectives : kSpCollectives) : kTpAllReduces);
+    tp_collectives(mla ? kMlaSpCollectives : kSpCollectives);
   }
   add(kPreMlpNorm);
   add(o.cuda_graph_moe_router ? kGraph : o.moe_router_fusion ? kRouterFused : kRouterUnfused);
-  if (s.ep * s.etp == 1) {
-    add(kLocalDispatch);
-    if (o.cuda_graph_moe_router) rest.forward -= kAllToAllPreprocess;
-  } else if (o.ep_dispatch == EpDispatch::all_to_all) {
-    add(kAllToAllDispatch);
-    if (o.cuda_graph_moe_router) rest.forward -= kAllToAllPreprocess;
-  } else {
-    add(kFusedDispatch);
-  }
+  const bool local = s.ep * s.etp == 1, all_to_all = o.ep_dispatch == EpDispatch::all_to_all;
+  add(local ? kLocalDispatch : all_to_all ? kAllToAllDispatch : kFusedDispatch);
+  if (o.cuda_graph_moe_router && (local || all_to_all)) rest.forward -= kAllToAllPreprocess;
   if (m.shared_experts > 0) {
     add(kSharedExpert);
-    if (s.tp > 1) add(s.sp ? kSpCollectives : kTpAllReduces);
+    tp_collectives(kSpCollectives);
   }
   add(kResidualForks);
   const bool fp8 = o.fp8_linears;
