@@ -6,7 +6,7 @@ order are the schema's, every sub-key present (null when unknown), strings alway
 
 import json
 
-PROBE_VERSION = "0.1.0"
+PROBE_VERSION = "0.2.0"
 DEVICE_NAME = "H200-141GB"
 
 # Hugging Face config fields the schema's `model` block carries, by kind of model.
@@ -60,6 +60,19 @@ def model_fields(config, layers):
     return fields
 
 
+def other_text(c):
+    """The features the schema has no field for, in words `meshfit validate` reads: probe.py
+    compiles the loss with the blocks (torchtitan's compile.components model + loss) except under
+    TP, where the loss runs in loss parallel eagerly."""
+    parts = ["fake process group: collectives skipped"]
+    if c["compile"]:
+        parts.append("torch.compile on the blocks and on the loss" if c["tp"] == 1 else
+                     "torch.compile on the blocks; the loss eager in loss parallel")
+    elif c["tp"] > 1:
+        parts.append("loss parallel")
+    return "; ".join(parts)
+
+
 def case_text(run):
     """One case (a YAML list item) from a probe run's record: see probe.py's `record`."""
     c = run["configuration"]
@@ -82,7 +95,7 @@ def case_text(run):
     lines += _block("precision", [("compute", "bf16"), ("param_bytes", 2), ("master_weight_bytes", 4), ("grad_bytes", 4),
                                   ("optimizer", "adamw"), ("optimizer_state_bytes", 8)])
     lines += _block("features", [("flash_attention", True), ("torch_compile", bool(c["compile"])), ("fp8", False),
-                                 ("chunked_loss", False), ("other", "fake process group: collectives skipped")])
+                                 ("chunked_loss", False), ("other", other_text(c))])
     lines += _block("device", [("name", DEVICE_NAME), ("capacity_gib", run.get("capacity_gib"))])
     lines += _block("measured", [("value_gib", run["allocated_gib"]), ("metric", "allocated"),
                                  ("scope", "rank 0 (every rank holds the same shapes)"), ("confidence", "high"),

@@ -41,6 +41,7 @@ def parse_args(argv):
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--out", required=True, help="a YAML file the case is appended to")
     a = p.parse_args(argv)
+    a.argv = list(argv)
     if a.world % a.tp != 0 or (a.world // a.tp) % a.shard_group != 0:
         p.error("--tp must divide --world and --shard-group must divide world/tp")
     return a
@@ -54,47 +55,65 @@ def configuration(a, config):
 
 
 def sac_policy(torch):
-    """torchtitan's per-op SAC (torchtitan/distributed/activation_checkpoint.py): save the outputs
-    of attention and of every other matmul, recompute everything else."""
+    """torchtitan's per-op SAC (torchtitan/distributed/activation_checkpoint.py, SelectiveAC): save
+    the outputs of the compute-intensive ops (matmuls, attention, topk, max) and of the
+    reduce-scatter and all-to-all collectives, except every second mm/linear; recompute the rest.
+    The mm count is kept apart for the forward and the recompute pass, as torchtitan does, so both
+    passes make the same choice for the same matmul."""
     from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
     ops = torch.ops.aten
-    save = {ops.mm.default, ops._scaled_dot_product_flash_attention.default,
-            ops._scaled_dot_product_efficient_attention.default}
-    if hasattr(ops, "_scaled_dot_product_cudnn_attention"):
-        save.add(ops._scaled_dot_product_cudnn_attention.default)
+    mm_ops = {ops.mm.default, ops.linear.default}
+    save = set(mm_ops)
+    try:  # the partitioner's own list, as torchtitan takes it
+        from torch._functorch.partitioners import get_default_op_list
+        save |= {op.default for op in get_default_op_list().compute_intensive_ops}
+    except Exception:  # noqa: BLE001 - older PyTorch: the main ones by name
+        pass
+    for name in ("addmm", "bmm", "_grouped_mm", "_scaled_dot_product_flash_attention",
+                 "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention", "topk", "max"):
+        if hasattr(ops, name):
+            save.add(getattr(ops, name).default)
+    functional = getattr(torch.ops, "_c10d_functional", None)
+    for name in ("reduce_scatter_tensor", "all_to_all_single"):
+        if functional is not None and hasattr(functional, name):
+            save.add(getattr(functional, name).default)
 
     def context_fn():
-        counts = {"mm": 0}
+        counts = {"forward": 0, "recompute": 0}
 
         def policy(ctx, func, *args, **kwargs):
-            if func == ops.mm.default:
-                counts["mm"] += 1
-                if counts["mm"] % 2 == 0:  # every other matmul recomputed
+            mode = "recompute" if ctx.is_recompute else "forward"
+            if func in mm_ops:
+                counts[mode] += 1
+            if func in save:
+                if func in mm_ops and counts[mode] % 2 == 0:
                     return CheckpointPolicy.PREFER_RECOMPUTE
-            return CheckpointPolicy.MUST_SAVE if func in save else CheckpointPolicy.PREFER_RECOMPUTE
+                return CheckpointPolicy.MUST_SAVE
+            return CheckpointPolicy.PREFER_RECOMPUTE
 
         return create_selective_checkpoint_contexts(policy)
 
     return context_fn
 
 
-def tp_plan(torch, layer, sp):
-    """DTensor TP for a Hugging Face decoder layer (Megatron's split: column-parallel q/k/v and
-    gate/up, row-parallel o/down); with SP the norms run on sequence shards."""
+def tp_plan_block(layer, sp):
+    """DTensor TP for a Hugging Face decoder layer, torchtitan's split (Megatron's): column-parallel
+    q/k/v and gate/up, row-parallel o/down; with SP the norms run on sequence shards and the
+    attention and MLP inputs are gathered."""
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
                                                    SequenceParallel)
 
     plan = {}
     names = dict(layer.named_modules())
-    seq_in = Shard(1) if sp else Replicate()
+    seq_out = Shard(1) if sp else Replicate()
     for n in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj"):
         if n in names:
             plan[n] = ColwiseParallel()
     for n in ("self_attn.o_proj", "mlp.down_proj"):
         if n in names:
-            plan[n] = RowwiseParallel(output_layouts=seq_in)
+            plan[n] = RowwiseParallel(output_layouts=seq_out)
     if sp:
         for n in ("input_layernorm", "post_attention_layernorm"):
             if n in names:
@@ -105,67 +124,183 @@ def tp_plan(torch, layer, sp):
     return plan
 
 
+def tp_plan_outer(sp):
+    """torchtitan's plan for the embedding, the final norm and the output layer: the embedding
+    row-parallel (its output sequence-sharded with SP), the output layer column-parallel over the
+    vocabulary with its logits left sharded for the loss-parallel cross entropy."""
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel
+
+    plan = {"model.embed_tokens": RowwiseParallel(input_layouts=Replicate(),
+                                                  output_layouts=Shard(1) if sp else Replicate()),
+            "lm_head": ColwiseParallel(input_layouts=Shard(1) if sp else Replicate(), output_layouts=Shard(-1),
+                                       use_local_output=False)}
+    if sp:
+        plan["model.norm"] = SequenceParallel()
+    return plan
+
+
+def fill_fake_collectives(torch):
+    """The fake process group leaves a collective's output as allocated, unwritten memory. For a
+    mixture of experts that matters: the router would see garbage weights and send every token to
+    the same experts. So FSDP's all-gather fills every rank's slot with this rank's shard and its
+    reduce-scatter keeps this rank's chunk, as if every rank held the same values: routing is then
+    that of random weights, balanced. The copies add one pass over the gathered bytes, about what
+    NCCL itself writes."""
+    import torch.distributed as dist
+
+    gather, scatter = dist.all_gather_into_tensor, dist.reduce_scatter_tensor
+
+    def all_gather_into_tensor(output_tensor, input_tensor, *args, **kwargs):
+        work = gather(output_tensor, input_tensor, *args, **kwargs)
+        with torch.no_grad():
+            world = output_tensor.numel() // max(input_tensor.numel(), 1)
+            slots = output_tensor.view(world, -1)
+            if input_tensor.data_ptr() == slots[0].data_ptr():
+                slots[1:].copy_(slots[:1].expand(world - 1, -1))
+            else:
+                slots.copy_(input_tensor.reshape(1, -1).expand(world, -1))
+        return work
+
+    def reduce_scatter_tensor(output, input, *args, **kwargs):  # noqa: A002 - dist's own names
+        work = scatter(output, input, *args, **kwargs)
+        with torch.no_grad():
+            output.view(-1).copy_(input.view(-1)[: output.numel()])
+        return work
+
+    dist.all_gather_into_tensor, dist.reduce_scatter_tensor = all_gather_into_tensor, reduce_scatter_tensor
+
+
+def use_torch_rms_norm(torch, model):
+    """Swap the Hugging Face RMSNorm (which upcasts to fp32 in Python ops and keeps those
+    intermediates) for torch.nn.RMSNorm, the norm torchtitan's models use."""
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child).__name__.endswith("RMSNorm") and hasattr(child, "weight"):
+                eps = getattr(child, "variance_epsilon", getattr(child, "eps", 1e-6))
+                norm = torch.nn.RMSNorm(child.weight.shape[0], eps=eps, device=child.weight.device,
+                                        dtype=child.weight.dtype)
+                with torch.no_grad():
+                    norm.weight.copy_(child.weight)
+                setattr(parent, name, norm)
+
+
+def build_model(torch, a, config_dict, layers):
+    """The Hugging Face model from the config, materialised on the GPU in fp32 (its buffers, the
+    rotary frequencies, computed as they are on a real run)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    skip = ("architectures", "auto_map", "torch_dtype", "dtype", "transformers_version")
+    hf = AutoConfig.for_model(**{k: v for k, v in config_dict.items() if k not in skip})
+    hf.num_hidden_layers = layers
+    for key in ("layer_types",):
+        if isinstance(getattr(hf, key, None), list):
+            setattr(hf, key, getattr(hf, key)[:layers])
+    model, errors = None, []
+    moe = bool(config_dict.get("num_experts") or config_dict.get("n_routed_experts"))
+    for experts in ("grouped_mm", None) if moe else (None,):  # torchtitan's grouped GEMM where offered
+        for dtype_key in ("dtype", "torch_dtype"):
+            if experts is not None:
+                hf._experts_implementation = experts
+            try:
+                with torch.device("cuda"):
+                    model = AutoModelForCausalLM.from_config(hf, attn_implementation="sdpa",
+                                                             **{dtype_key: torch.float32})
+                break
+            except Exception as e:  # noqa: BLE001 - the next variant, the reasons kept
+                errors.append("{} / {}: {}".format(experts, dtype_key, e))
+        if model is not None:
+            break
+    if model is None:
+        raise RuntimeError("could not build the model: " + " | ".join(errors))
+    for e in errors:
+        print("probe: build variant refused: " + e, file=sys.stderr)
+    use_torch_rms_norm(torch, model)
+    return model, hf
+
+
 def run(a):
     import torch
     import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-    from torch.distributed.tensor.parallel import parallelize_module
+    from torch.distributed.tensor.parallel import loss_parallel, parallelize_module
     from torch.testing._internal.distributed.fake_pg import FakeStore
-    from torch.utils.checkpoint import checkpoint
-    from transformers import AutoConfig, AutoModelForCausalLM
 
     with open(a.config, encoding="utf-8") as f:
         config_dict = json.load(f)
     conf = configuration(a, config_dict)
+    moe = bool(config_dict.get("num_experts") or config_dict.get("n_routed_experts"))
+    if moe:
+        fill_fake_collectives(torch)
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=a.world)
     torch.cuda.set_device(0)
     dp = a.world // a.tp
     mesh = init_device_mesh("cuda", (dp // a.shard_group, a.shard_group, a.tp),
                             mesh_dim_names=("dp_replicate", "dp_shard", "tp"))
-    hf = AutoConfig.for_model(**{k: v for k, v in config_dict.items() if k != "architectures"})
-    hf.num_hidden_layers = conf["layers"]
-    hf._attn_implementation = "sdpa"
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(hf, torch_dtype=torch.float32)
+    model, hf = build_model(torch, a, config_dict, conf["layers"])
     blocks = model.model.layers
+
+    # torchtitan's order (parallelize_llama): TP, activation checkpointing, compile, FSDP.
     if a.tp > 1:
+        parallelize_module(model, mesh["tp"], tp_plan_outer(conf["sp"]))
         for block in blocks:
-            parallelize_module(block, mesh["tp"], tp_plan(torch, block, conf["sp"]))
+            parallelize_module(block, mesh["tp"], tp_plan_block(block, conf["sp"]))
     if a.recompute != "none":
-        context_fn = sac_policy(torch) if a.recompute == "sac" else None
-        for block in blocks:
-            forward = block.forward
-
-            def wrapped(*args, _forward=forward, **kwargs):
-                if context_fn is None:
-                    return checkpoint(_forward, *args, use_reentrant=False, **kwargs)
-                return checkpoint(_forward, *args, use_reentrant=False, context_fn=context_fn, **kwargs)
-
-            block.forward = wrapped
+        for i in range(len(blocks)):
+            kwargs = {"context_fn": sac_policy(torch)} if a.recompute == "sac" else {}
+            blocks[i] = checkpoint_wrapper(blocks[i], preserve_rng_state=False, **kwargs)
     if a.compile:
         for block in blocks:
             block.compile()
     dp_mesh = mesh["dp_replicate", "dp_shard"] if dp // a.shard_group > 1 else mesh["dp_shard"]
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    reshard = not a.no_reshard
+    fully_shard(model.model.embed_tokens, mesh=dp_mesh, reshard_after_forward=reshard, mp_policy=mp)
     for block in blocks:
-        fully_shard(block, mesh=dp_mesh, reshard_after_forward=not a.no_reshard, mp_policy=mp)
-    fully_shard(model, mesh=dp_mesh, reshard_after_forward=not a.no_reshard, mp_policy=mp)
-    model.to_empty(device="cuda")
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, 0.02)
+        fully_shard(block, mesh=dp_mesh, reshard_after_forward=reshard, mp_policy=mp)
+    # The last norm and the output layer as one group, not resharded: backward follows at once.
+    fully_shard([model.model.norm, model.lm_head], mesh=dp_mesh, reshard_after_forward=False, mp_policy=mp)
+    fully_shard(model, mesh=dp_mesh, reshard_after_forward=reshard, mp_policy=mp)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
 
+    def cross_entropy(logits, labels):  # torchtitan's loss: fp32 logits, mean over tokens
+        return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+
+    if a.compile and a.tp == 1:  # torchtitan compiles the loss too; not under loss parallel here
+        cross_entropy = torch.compile(cross_entropy)
+
+    def forward(module, tokens):  # the root's forward, so FSDP's root hooks run
+        base = module.model
+        h = base.embed_tokens(tokens)
+        positions = torch.arange(a.seq, device=tokens.device).unsqueeze(0)
+        rotary = base.rotary_emb(h if not hasattr(h, "to_local") else h.to_local(), positions)
+        for block in base.layers:
+            out = block(h, attention_mask=None, position_ids=positions, position_embeddings=rotary)
+            h = out[0] if isinstance(out, tuple) else out
+        return module.lm_head(base.norm(h))
+
+    model.forward = lambda tokens: forward(model, tokens)
+
     tokens = torch.randint(0, hf.vocab_size, (a.mbs, a.seq), device="cuda")
+    labels = torch.roll(tokens, -1, dims=1)
     torch.cuda.synchronize()
+    setup_gib = torch.cuda.memory_allocated() / GIB
+    torch.cuda.empty_cache()  # the build's transients are not the run's
     torch.cuda.reset_peak_memory_stats()
     steps = []
     for _ in range(a.steps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        loss = model(input_ids=tokens, labels=tokens).loss
-        loss.backward()
+        if a.tp > 1:
+            with loss_parallel():
+                loss = cross_entropy(model(tokens), labels)
+                loss.backward()
+        else:
+            loss = cross_entropy(model(tokens), labels)
+            loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         end.record()
@@ -173,29 +308,39 @@ def run(a):
         steps.append({"seconds": start.elapsed_time(end) / 1e3,
                       "allocated_gib": torch.cuda.max_memory_allocated() / GIB,
                       "reserved_gib": torch.cuda.max_memory_reserved() / GIB})
+    conf["setup_allocated_gib"] = round(setup_gib, 3)
+    conf["experts_implementation"] = getattr(hf, "_experts_implementation", None)
+    conf["versions"] = "torch {}, transformers {}".format(torch.__version__, __import__("transformers").__version__)
     dist.destroy_process_group()
     return conf, config_dict, steps, torch.cuda.get_device_properties(0).total_memory / GIB
 
 
 def record(a, conf, config_dict, steps, capacity_gib):
     """The case's record (case_writer.case_text reads it): the peak over the steps (the first step
-    allocates the optimizer states), and the median step time of the steps after the first."""
+    allocates the optimizer states). The median step time after the first step goes to the notes
+    only: with collectives skipped it is compute alone, and run_all runs several probes on the GPU
+    at once, so it is no throughput to judge an estimate by."""
     later = sorted(s["seconds"] for s in steps[1:]) or [steps[0]["seconds"]]
     step_s = later[len(later) // 2]
     dp = conf["world"] // conf["tp"]
-    command = " ".join(shlex.quote(x) for x in [sys.executable, "tools/probe/probe.py"] + sys.argv[1:])
+    command = " ".join(shlex.quote(x) for x in ["python3", "tools/probe/probe.py"] + a.argv)
     reserved = max(s["reserved_gib"] for s in steps)
+    extra = ""
+    if conf.get("versions"):
+        extra = " {}; experts {}; {:.3f} GiB allocated after setup.".format(
+            conf["versions"], conf.get("experts_implementation") or "default", conf.get("setup_allocated_gib", 0.0))
     return {
         "id": a.id or "probe-{}-L{}-n{}".format(conf["model"], conf["layers"], conf["world"]),
         "configuration": conf, "config": config_dict, "capacity_gib": round(capacity_gib, 2),
         "allocated_gib": round(max(s["allocated_gib"] for s in steps), 3),
-        "step_time_s": round(step_s, 4),
-        "tokens_per_sec": round(conf["mbs"] * conf["seq"] / step_s / conf["tp"], 1) if step_s > 0 else None,
+        "step_time_s": None,
+        "tokens_per_sec": None,
         "notes": ("Measured by tools/probe {} on one H200 with the fake process group (rank 0 of {}; "
-                  "collectives skipped, so the step time is compute only). {} of {} layers, dp {} "
-                  "({} replicas of {}). Peak reserved {:.3f} GiB. Command: {}").format(
+                  "collectives skipped). {} of {} layers, dp {} ({} replicas of {}). Peak reserved {:.3f} GiB. "
+                  "Median step {:.4f} s (compute only, GPU possibly shared with another probe run: not a "
+                  "throughput).{} Command: {}").format(
                       case_writer.PROBE_VERSION, conf["world"], conf["layers"], config_dict["num_hidden_layers"],
-                      dp, dp // conf["shard_group"], conf["shard_group"], reserved, command),
+                      dp, dp // conf["shard_group"], conf["shard_group"], reserved, step_s, extra, command),
     }
 
 

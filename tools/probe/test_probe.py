@@ -70,12 +70,21 @@ class CaseWriter(unittest.TestCase):
     def test_record(self):
         r = self.stub(configurations.plan()[0])
         self.assertEqual(r["allocated_gib"], 41.25)  # the peak over the steps
-        self.assertEqual(r["step_time_s"], 1.2)     # the median after the first step (1.1, 1.2)
+        self.assertIsNone(r["step_time_s"])         # compute only, GPU shared: no throughput
+        self.assertIn("Median step 1.2000 s", r["notes"])  # the median after the first step (1.1, 1.2)
         text = case_writer.case_text(r)
         self.assertTrue(text.startswith("- id: \"probe-00-"))
         for key in ("framework: \"pytorch-probe\"", "name: \"H200-141GB\"", "metric: \"allocated\"",
                     "value_gib: 41.25", "zero_stage: 3"):
             self.assertIn(key, text)
+
+    def test_other_names_the_compiled_loss(self):
+        # validate reads a compiled loss from `other` (a clause with "compil" and "loss").
+        compiled = case_writer.other_text({"compile": True, "tp": 1})
+        self.assertIn("compile", compiled)
+        self.assertIn("loss", compiled)
+        self.assertNotIn("loss", case_writer.other_text({"compile": False, "tp": 1}))
+        self.assertIn("loss parallel", case_writer.other_text({"compile": False, "tp": 4}))
 
     def test_meshfit_reads_every_kind(self):
         binary = os.environ.get("MESHFIT_BIN")
