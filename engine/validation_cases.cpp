@@ -180,6 +180,12 @@ namespace {
 // Whether one ';'-separated clause of a case's lower-cased `features.other` names every one of
 // `words` and does not say the setting is off or unknown ("not stated", "not compiled", "off", a clause
 // opening with "no ").
+// torchtitan's stack: torchtitan itself, and tools/probe's runs, which parallelise a model in
+// torchtitan's order with the same FSDP2, DTensor TP and per-op SAC (tools/probe/README.md).
+bool torchtitan_stack(const ValidationCase& vc) {
+  return vc.framework == "torchtitan" || vc.framework == "pytorch-probe";
+}
+
 bool clause_states(const std::string& other, std::initializer_list<const char*> words) {
   for (std::size_t start = 0; start < other.size();) {
     const std::size_t end = std::min(other.find(';', start), other.size());
@@ -419,7 +425,7 @@ void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& 
       st.pp > 1 && stated_schedule && (*stated_schedule == "interleaved_1f1b" || *stated_schedule == "dualpipev");
   if (const auto v = s.optional_int("vpp")) {
     st.vpp = *v;
-  } else if (multi_stage && (*stated_schedule == "dualpipev" || vc.framework == "torchtitan")) {
+  } else if (multi_stage && (*stated_schedule == "dualpipev" || torchtitan_stack(vc))) {
     st.vpp = 2;
     notes.push_back("null vpp -> 2 (" + *stated_schedule + ": two stages per rank)");
   } else if (multi_stage) {
@@ -450,9 +456,7 @@ void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& 
     // A null cp_algo takes the framework's: torchtitan all-gathers the K/V shards
     // (context_parallel_rotate_method "allgather", torchtitan/config_manager.py since its CP
     // landed), DeepSpeed's sequence parallelism is Ulysses, Megatron's cp_comm_type p2p a ring.
-    const std::string fallback = vc.framework == "torchtitan"  ? "allgather"
-                                 : vc.framework == "deepspeed" ? "ulysses"
-                                                               : "ring";
+    const std::string fallback = torchtitan_stack(vc) ? "allgather" : vc.framework == "deepspeed" ? "ulysses" : "ring";
     const std::string algo = s.optional_string("cp_algo").value_or(fallback);
     if (!s.has("cp_algo")) notes.push_back("null cp_algo -> " + fallback);
     if (algo == "ring")
@@ -470,7 +474,7 @@ void read_case_strategy(ValidationCase& vc, const Fields& c, const std::string& 
   }
   const auto zero = s.optional_int("zero_stage", 0);
   if (zero && *zero > 3) s.fail("zero_stage", "expected 0, 1, 2 or 3");
-  st.zero = static_cast<int>(zero.value_or(vc.framework == "torchtitan" || vc.framework == "pytorch-probe" ? 3 : 1));
+  st.zero = static_cast<int>(zero.value_or(torchtitan_stack(vc) ? 3 : 1));
   if (!zero) notes.push_back("null zero_stage -> " + std::to_string(st.zero));
   if (st.dp * st.cp == 1) st.zero = 0;  // one rank: nothing to shard
   st.shard_group = st.zero >= 1 ? s.optional_int("shard_group").value_or(st.dp * st.cp) : 1;
@@ -508,10 +512,9 @@ void read_case_recompute(ValidationCase& vc, const Fields& c, const std::string&
   if (st.recompute == Recompute::selective) {
     // torchtitan's per-op SAC keeps matmul and attention outputs: HyperParallel's policy (§7.5).
     // MoE layers (no analytic SAC record) fall back to HyperParallel's switches, the same policy.
-    vc.run.options.switches = vc.framework == "torchtitan" || vc.framework == "pytorch-probe"
-                                  ? RecomputeSwitches::hyperparallel()
-                                  : megatron_modules(detail, vc.model.is_moe());
-    if (vc.framework == "torchtitan" || vc.framework == "pytorch-probe") {
+    vc.run.options.switches =
+        torchtitan_stack(vc) ? RecomputeSwitches::hyperparallel() : megatron_modules(detail, vc.model.is_moe());
+    if (torchtitan_stack(vc)) {
       vc.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;  // the probe's SAC is torchtitan's
     }
   }
@@ -654,7 +657,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   // copy, and the param_bytes working weights exist only while gathered (FSDP2's
   // MixedPrecisionPolicy casts the shard to param_dtype for its all-gather): the persistent
   // shard holds the master's bytes, and nothing beside it.
-  if (vc.framework == "torchtitan" && vc.strategy.zero == 3 && vc.run.precision.beta_master > 0) {
+  if (torchtitan_stack(vc) && vc.strategy.zero == 3 && vc.run.precision.beta_master > 0) {
     Precision& pr = vc.run.precision;
     pr.beta_P = pr.beta_master;
     pr.beta_master = 0;
