@@ -106,6 +106,10 @@ double optimizer_moments(const ModelStates& states, const Run& run) {
   return std::max(0.0, states.optimizer - run.precision.beta_master * states.optimizer_elements);
 }
 
+bool grads_built_in_backward(const Run& run, const Strategy& s) {
+  return run.profile.grads_freed_before_step && s.num_microbatches == 1 && s.pp == 1;
+}
+
 bool backwards_grouped_by_chunk(const Strategy& s) { return s.vpp > 1 && s.schedule == Schedule::interleaved_1f1b; }
 
 bool defers_chunk_by_chunk(const Run& run, const Strategy& s) {

@@ -83,6 +83,10 @@ double optimizer_moments(const ModelStates& states, const Run& run);
 bool reshards_after_forward(const Run& run, const Strategy& s);
 // Whether gradient reduction waits for the step's last micro-batch (ruling 10).
 bool defers_grad_sync(const Run& run, const Strategy& s);
+// Whether a step's backward starts with no gradient on the device (§11): the framework frees them
+// before each step (FrameworkProfile::grads_freed_before_step), and no earlier micro-batch or pipeline
+// stage of the step has made any.
+bool grads_built_in_backward(const Run& run, const Strategy& s);
 // Whether the schedule runs a chunk's backwards together, round by round: interleaved 1F1B over
 // more than one chunk (PyTorch's schedules.py: rounds = max(1, m // pp), the last virtual
 // stage's backwards first in each).

@@ -28,9 +28,25 @@ double device_total(double allocated, double persistent, double outside, const D
   return std::min(unconstrained, std::max(squeezed, budget));
 }
 
-double backward_allocated(const StageMemory& st) {
-  return st.static_total() + st.deferred_grads + st.pipeline_buffers + st.activations + st.seed_comm + st.transient;
+namespace {
+
+double backward_additions(const StageMemory& st) {
+  return st.deferred_grads + st.pipeline_buffers + st.activations + st.seed_comm + st.transient;
 }
+
+}  // namespace
+
+double backward_phase(double static_total, double grads, bool grads_built, double rest, double end_transient) {
+  if (!grads_built) return static_total + rest;
+  return std::max(static_total - grads + rest, static_total + end_transient);
+}
+
+double backward_allocated(const StageMemory& st) {
+  return backward_phase(st.static_total(), st.grads, st.grads_built_in_backward, backward_additions(st),
+                        std::max(st.tr_fsdp, st.tr_bucket));
+}
+
+double backward_held(const StageMemory& st) { return st.static_total() + backward_additions(st); }
 
 // PyTorch pipelining's buffers stay through the optimizer step (the next step clears them).
 double step_allocated(const StageMemory& st) { return st.static_total() + st.pipeline_buffers + st.step_transient; }
@@ -45,6 +61,7 @@ double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double bud
   const double step = step_allocated(st);
   st.step_phase_binds = step > backward;
   st.allocated = std::max(backward, step);
+  const double held = std::max(backward_held(st), step);
   st.cuda_context = dev.overhead_context;
   st.communicator_buffers = static_cast<double>(st.communicators) * dev.overhead_per_communicator;
   st.workspaces = dev.overhead_workspaces;
@@ -52,7 +69,7 @@ double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double bud
   st.fixed_margin = dev.overhead_fixed;
   const double outside = st.cuda_context + st.communicator_buffers + st.workspaces + st.ep_library + st.fixed_margin +
                          st.tp_overlap_buffers;
-  st.device = device_total(st.allocated, st.persistent(), outside, dev, budget);
+  st.device = device_total(held, st.persistent(), outside, dev, budget);
   st.reserved = st.device - outside;
   // O_tpo grows with the micro-batch size, which the floor must not read (it is ≥ 0).
   return stat + least_reserve_fraction(dev) * (stat - st.persistent()) + st.cuda_context + st.communicator_buffers +

@@ -40,8 +40,24 @@ double device_total(double allocated, double persistent, double outside, const D
 // (its model states in place of M_alloc, at φ_min), the search's ZeRO-setting bound.
 double stage_totals(StageMemory& st, const Device& dev, bool has_moe, double budget);
 
+// The backward phase's allocated peak from its parts: the static total (gradients `grads` among
+// them), what the backward adds at its start (`rest`: activations, transients, deferred gradients,
+// pipeline buffers) and at its end (`end_transient`: the last reduction's buffers). When the step
+// began with no gradient (grads_built_in_backward), each layer's gradient appears as its
+// activations are freed, so the sum is largest at one end: at the start, every activation and no
+// gradient; at the end, every gradient and no activation. Otherwise the gradients are there all along.
+double backward_phase(double static_total, double grads, bool grads_built, double rest, double end_transient);
+
 // M_alloc's two phases of a stage whose terms are set: the backward's and the optimizer step's.
 double backward_allocated(const StageMemory& st);
+// What the allocator's segments hold in the backward phase: the backward's allocated peak, and when
+// the step began with no gradient, the gradients' segments too. FSDP2 allocates each reduced
+// gradient on its reduce-scatter stream (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py,
+// foreach_reduce: the sharded gradient is a view of `reduce_output`, allocated under
+// reduce_scatter_stream), and the caching allocator reuses a freed block only on the stream that
+// allocated it: freed by zero_grad, those blocks stay reserved for the next step's gradients, out
+// of the activations' reach. So M_reserved rests on the gradients as if kept (§11).
+double backward_held(const StageMemory& st);
 double step_allocated(const StageMemory& st);
 
 // The allocated peak of a run's first iteration, for a measurement read after it: PyTorch's

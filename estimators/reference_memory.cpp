@@ -277,6 +277,7 @@ void stage_model_states(StageMemory& st, const StageWalk& w, const Model& m, con
   const ModelStates& states = w.states;
   st.weights = states.weights;
   st.grads = states.grads;
+  st.grads_built_in_backward = grads_built_in_backward(run, s);
   st.optimizer = states.optimizer;
   st.optimizer_moments = optimizer_moments(states, run);
   st.gathered = states.gathered;

@@ -64,6 +64,10 @@ struct FrameworkProfile {
   // ZeRO-3 with resharding: the root module's parameters (tables, final norm) and the last
   // block's stay gathered through forward and backward (FSDP2's root rule, torchtitan's last block).
   bool fsdp_root_and_last_block_unsharded = false;
+  // The training loop sets the gradients to None before each step (torch.optim's zero_grad with
+  // set_to_none, its default since PyTorch 2.0): with one micro-batch and no pipeline, a step's
+  // backward starts with no gradient and builds them layer by layer (memory-model.md §11).
+  bool grads_freed_before_step = false;
   // Kernel efficiency of the framework's kernels beyond η_fw (search-and-time.md §7.3, §7.11),
   // calibrated on measured throughput (data/frameworks/*.yaml says on which cases):
   double eta_core = 1.0;       // attention-core kernels relative to GEMMs (FlashAttention-2 via SDPA < cuBLAS)

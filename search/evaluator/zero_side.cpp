@@ -314,6 +314,7 @@ void total_stage(StageMemory& st, const StageActivations& a, const StaticSide& s
   const ModelStates& states = statics.stages[i];
   st.weights = states.weights;
   st.grads = states.grads;
+  st.grads_built_in_backward = grads_built_in_backward(run, s);
   st.optimizer = states.optimizer;
   st.optimizer_moments = optimizer_moments(states, run);
   st.gathered = states.gathered + statics.held[i];

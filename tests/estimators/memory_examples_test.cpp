@@ -90,6 +90,9 @@ TEST_CASE("EX3: Llama-3.1-8B, FSDP over 8 GPUs, full recompute (torchtitan)") {
   // per logit (measured cases tt2412-t2-*); the spec's example uses §2.4's default of 6.
   CHECK(c.run.options.loss_transient_bytes == 8);
   c.run.options.loss_transient_bytes = 6;
+  // The profile also frees the gradients before each step (checked at the end); the spec's keeps them.
+  CHECK(c.run.profile.grads_freed_before_step);
+  c.run.profile.grads_freed_before_step = false;
   // Second departure: the profile keeps FSDP2's root (embedding, final norm, output) and
   // torchtitan's last block gathered (measured cases tt2412-t1..t4); the spec's example reshards
   // them. With it, 2 bytes × (525,336,576 + 4,096 + 525,336,576 + 218,112,000 of the last layer)
@@ -130,6 +133,20 @@ TEST_CASE("EX3: Llama-3.1-8B, FSDP over 8 GPUs, full recompute (torchtitan)") {
   CHECK(st.communicators == 1);
   CHECK_BYTES(st.device, 31'767'595'909);
   CHECK(r.fits);
+  // Fourth departure: torchtitan's step starts with optimizers.zero_grad() (set_to_none), so with
+  // one micro-batch the backward starts with no gradient: M_alloc = max(M_static − G + A + Tr,
+  // M_static + max(Tr_fsdp, Tr_bucket)) = max(16,060,522,496 − 4,015,130,624 + 6,484,459,520 +
+  // 6,304,038,912, 16,060,522,496 + 2,617,344,000) = 24,833,890,304. The gradients' blocks stay in
+  // FSDP2's reduce-scatter stream pool, so M_reserved and M_device are the spec's.
+  c.run.profile.grads_freed_before_step = true;
+  const StageMemory freed = test::estimate(c).stages[0];
+  CHECK_BYTES(freed.allocated, 24'833'890'304);
+  CHECK_BYTES(freed.reserved, 30'895'180'677);
+  CHECK_BYTES(freed.device, 31'767'595'909);
+  // Two micro-batches: the first one's gradients are there through the second's backward.
+  c.strategy.num_microbatches = 2;
+  c.run.global_batch = 16;
+  CHECK_BYTES(test::estimate(c).stages[0].allocated, 28'849'020'928);
 }
 
 TEST_CASE("EX4: Mixtral-8x7B with EP 8 and ETP 2") {
