@@ -85,6 +85,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
       f.optional_number("loss_parallel_transient_bytes", 0, 64).value_or(p.loss_transient_bytes);
   p.output_saves_gathered_input = f.optional_bool("output_saves_gathered_input").value_or(false);
   p.fsdp_root_and_last_block_unsharded = f.optional_bool("fsdp_root_and_last_block_unsharded").value_or(false);
+  p.fsdp_output_group_unsharded = f.optional_bool("fsdp_output_group_unsharded").value_or(false);
   p.grads_freed_before_step = f.optional_bool("grads_freed_before_step").value_or(false);
   p.eta_core = f.optional_number("eta_core", 1e-3, 10).value_or(1);
   p.cp_core_scale = f.optional_number("cp_core_scale", 1e-3, 10).value_or(1);

@@ -106,6 +106,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "sac_attention_full_ac",
                                                  "expert_shard_group",
                                                  "fsdp_root_and_last_block_unsharded",
+                                                 "fsdp_output_group_unsharded",
                                                  "shard_override",
                                                  "vocab_pad_multiple",
                                                  "reshard_after_forward",
@@ -242,6 +243,9 @@ void read_parallel_options(const OptionReader& r, const std::string& source, Run
   }
   if (const auto held = f.optional_bool("fsdp_root_and_last_block_unsharded")) {
     run.profile.fsdp_root_and_last_block_unsharded = *held;
+  }
+  if (const auto held = f.optional_bool("fsdp_output_group_unsharded")) {
+    run.profile.fsdp_output_group_unsharded = *held;
   }
   bool tree = o.latency_tree;
   r.choice("latency_model", tree, {{"ring", false}, {"tree", true}}, "ring or tree");

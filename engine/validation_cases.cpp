@@ -365,6 +365,13 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src, 
   // A pipeline whose every stage, the last with its logits, kept its outputs until the step's end:
   // torchtitan before it stepped with return_outputs=False (pytorch#165822, October 2025).
   if (clause_states(other, {"every stage keeps its outputs"})) vc.run.options.pipeline_outputs = PipelineOutputs::all;
+  // And torchtitan's FSDP wrapping before pytorch/torchtitan#1094 (July 2025): the root module's
+  // tables, final norm and output, and the last block, kept gathered ("root and last block kept
+  // gathered"), where today's keeps only the [norm, output] group.
+  if (clause_states(other, {"root and last block", "gathered"})) {
+    vc.run.profile.fsdp_root_and_last_block_unsharded = true;
+    vc.run.profile.fsdp_output_group_unsharded = false;
+  }
   // And torchtitan's AsyncTP, its TP communication overlap (the strategy's tp_comm_overlap).
   if (other.find("asynctp") != std::string::npos || other.find("async tp") != std::string::npos) {
     vc.strategy.tp_comm_overlap = true;  // read_case_strategy keeps it where TP has SP

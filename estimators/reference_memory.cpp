@@ -283,9 +283,13 @@ void stage_model_states(StageMemory& st, const StageWalk& w, const Model& m, con
   st.gathered = states.gathered;
   st.fp8_cache = states.fp8_cache;
   st.host = states.host;
-  if (t.gather_per_layer && run.profile.fsdp_root_and_last_block_unsharded) {
-    double held = w.last_kind >= 0 ? t.kinds[static_cast<std::size_t>(w.last_kind)].params.total() : 0;
-    if (st.embedding) held += t.embedding_total;
+  const bool root_held = run.profile.fsdp_root_and_last_block_unsharded;
+  if (t.gather_per_layer && (root_held || run.profile.fsdp_output_group_unsharded)) {
+    // Either FSDP2's root (tables, final norm) and torchtitan's last block stay gathered, or only
+    // torchtitan's [norm, output] group (with a tied table, the table grouped with them).
+    double held = 0;
+    if (root_held && w.last_kind >= 0) held += t.kinds[static_cast<std::size_t>(w.last_kind)].params.total();
+    if (st.embedding && (root_held || (m.tie && st.head && !t.split_ends))) held += t.embedding_total;
     if (st.head) {
       if (!m.tie) held += t.vocab_total;
       if ((m.tie || m.mtp_depths > 0) && t.split_ends) held += t.vocab_total;

@@ -64,6 +64,10 @@ struct FrameworkProfile {
   // ZeRO-3 with resharding: the root module's parameters (tables, final norm) and the last
   // block's stay gathered through forward and backward (FSDP2's root rule, torchtitan's last block).
   bool fsdp_root_and_last_block_unsharded = false;
+  // ZeRO-3 with resharding, torchtitan since pytorch/torchtitan#1094 (2025-07-28): the embedding
+  // is wrapped alone and resharded, every block resharded, and the final norm with the output
+  // layer (a tied table too) one group kept gathered through forward and backward.
+  bool fsdp_output_group_unsharded = false;
   // The training loop sets the gradients to None before each step (torch.optim's zero_grad with
   // set_to_none, its default since PyTorch 2.0): with one micro-batch and no pipeline, a step's
   // backward starts with no gradient and builds them layer by layer (memory-model.md §11).

@@ -186,14 +186,19 @@ void stage_states(StaticSide& statics, const ActivationSide& side, const LayoutP
         default: states += end_states[static_cast<std::size_t>(part)];
       }
     }
-    if (t.gather_per_layer && run.profile.fsdp_root_and_last_block_unsharded) {
+    const bool root_held = run.profile.fsdp_root_and_last_block_unsharded;
+    if (t.gather_per_layer && (root_held || run.profile.fsdp_output_group_unsharded)) {
       // FSDP2 never reshards the root module after forward (its backward starts at once), and
       // torchtitan leaves the last block unsharded for the same reason: the stage's tables,
       // final norm and last body layer stay gathered from the forward through the backward.
-      double held = a.last_layer_kind >= 0 ? side.params[static_cast<std::size_t>(a.last_layer_kind)].total() : 0;
+      // torchtitan since pytorch/torchtitan#1094 wraps the embedding alone (resharded) and keeps
+      // only its [norm, output] group gathered, a tied table with them.
+      double held =
+          root_held && a.last_layer_kind >= 0 ? side.params[static_cast<std::size_t>(a.last_layer_kind)].total() : 0;
+      const bool tied_with_head = m.tie && a.partial.head && !t.split_ends;
       for (auto it = parts_begin; it != parts_end; ++it) {
         const Part part = it->first;
-        if (part == Part::embedding) held += t.ends.embedding.total();
+        if (part == Part::embedding && (root_held || tied_with_head)) held += t.ends.embedding.total();
         if (part == Part::vocab) held += t.ends.vocab.total();
         if (part == Part::final_norm) held += t.ends.final_norm.total();
       }

@@ -93,12 +93,25 @@ TEST_CASE("EX3: Llama-3.1-8B, FSDP over 8 GPUs, full recompute (torchtitan)") {
   // The profile also frees the gradients before each step (checked at the end); the spec's keeps them.
   CHECK(c.run.profile.grads_freed_before_step);
   c.run.profile.grads_freed_before_step = false;
-  // Second departure: the profile keeps FSDP2's root (embedding, final norm, output) and
-  // torchtitan's last block gathered (measured cases tt2412-t1..t4); the spec's example reshards
-  // them. With it, 2 bytes × (525,336,576 + 4,096 + 525,336,576 + 218,112,000 of the last layer)
-  // = 2,537,578,496 more bytes gathered and allocated; gathered parameters are not model states
-  // kept from step to step, so the reserve grows on them too (0.16 of what the step frees).
-  CHECK(c.run.profile.fsdp_root_and_last_block_unsharded);
+  // Second departure: the profile keeps torchtitan's [norm, output] group gathered (its FSDP
+  // wrapping since pytorch/torchtitan#1094; measured by tools/probe); the spec's example reshards
+  // it. With it, 2 bytes × (525,336,576 of the output + 4,096 of the norm) = 1,050,681,344 more
+  // bytes gathered and allocated; gathered parameters are not model states kept from step to step,
+  // so the reserve grows on them too (0.16 of what the step frees).
+  CHECK(c.run.profile.fsdp_output_group_unsharded);
+  CHECK_FALSE(c.run.profile.fsdp_root_and_last_block_unsharded);
+  {
+    const MemoryReport held = test::estimate(c);
+    CHECK_BYTES(held.stages[0].gathered, 1'050'681'344);
+    const double allocated = 28'849'020'928.0 + 1'050'681'344.0;
+    CHECK_BYTES(held.stages[0].allocated, allocated);
+    CHECK_BYTES(held.stages[0].reserved, allocated + 0.16 * (allocated - 16'060'522'496.0));
+  }
+  // Before #1094 FSDP2's root (embedding, final norm, output) and torchtitan's last block stayed
+  // gathered (measured cases tt2412-t1..t4, which say so): 2 bytes × (525,336,576 + 4,096 +
+  // 525,336,576 + 218,112,000 of the last layer) = 2,537,578,496.
+  c.run.profile.fsdp_output_group_unsharded = false;
+  c.run.profile.fsdp_root_and_last_block_unsharded = true;
   {
     const MemoryReport held = test::estimate(c);
     CHECK_BYTES(held.stages[0].gathered, 2'537'578'496);
