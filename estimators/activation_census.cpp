@@ -309,18 +309,20 @@ void torchtitan_sac(const Model& m, const Run& run, const Strategy& s, FfnKind f
       if (++count % 2 == 1) keep(attention.mm[i]);
     }
     if (o.sac_saves_attention) c.sac_saved_tp += b * v_width + o.beta_lse * a;  // output, log-sum-exp
-    if (s.tp > 1) c.sac_saved += b * h;                                         // wo's reduce-scatter output
+    // wo's reduce-scatter output: torchtitan's save list holds reduce_scatter_tensor, which only SP
+    // runs; plain TP's all-reduce is not on it, so its output is recomputed (re-communicated).
+    if (s.tp > 1 && s.sp) c.sac_saved += b * h;
   }
   // The FFN's (or shared expert's) w1, w3, w2: w2's output is not kept under torch.compile, whose
   // backward never reads it; under TP it is the partial sum before its reduce-scatter, whose
-  // output is kept too.
+  // output is kept too (with SP; plain TP's all-reduce output is recomputed, as wo's).
   const bool ffn_output_kept = !o.torch_compile;
   const auto ffn_matmuls = [&](double f) {
     if (++count % 2 == 1) keep({f, Placement::tp_split});  // w1
     if (++count % 2 == 1) keep({f, Placement::tp_split});  // w3
     if (++count % 2 == 1 && ffn_output_kept) {             // w2
       keep({h, s.tp > 1 ? Placement::unsplit : Placement::residual});
-      if (s.tp > 1) c.sac_saved += b * h;
+      if (s.tp > 1 && s.sp) c.sac_saved += b * h;
     }
   };
   if (ffn == FfnKind::dense) {

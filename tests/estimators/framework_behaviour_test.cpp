@@ -30,6 +30,15 @@ TEST_CASE("torchtitan per-op SAC keeps every second matmul output and the attent
   const Census c2 = analytic_census(t2.model, t2.run, t2.strategy, FfnKind::dense);
   CHECK(per_token(c2, t2.run, t2.strategy, 0).kept_sel == 12'288 + 23'616 + 8'192);
 
+  // tp 2 without SP: the block input whole (2h = 8,192) and no reduce-scatter output, since plain
+  // TP all-reduces and all_reduce is not on the save list (its output is recomputed); the same
+  // TP-sharded 23,616 and w2's partial sum 2h = 8,192. Measured by tools/probe: Llama 3.1 8B at
+  // TP 2, 4 and 8 without SP sat a constant 1.9 GiB (the two outputs of 8 layers) over before this.
+  auto n2 = make_case("llama-3.1-8b", 8, 8192, 8, "tp=2,sp=false,zero=3,recompute=selective", "torchtitan");
+  n2.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
+  const Census cn = analytic_census(n2.model, n2.run, n2.strategy, FfnKind::dense);
+  CHECK(per_token(cn, n2.run, n2.strategy, 0).kept_sel == 8'192 + 23'616 + 8'192);
+
   // Compiled, the partitioner keeps only what the backward reads: not the FFN's output. tp 1:
   // 63,616 − 2·4096 = 55,424. tp 2: w2's partial sum (8,192) and its reduce-scatter output
   // (2·4096/2 = 4,096) go, wo's reduce-scatter output stays: 44,096 − 12,288 = 31,808.
