@@ -177,15 +177,15 @@ double megatron_reported_flops_per_token(const Model& m, double seq, double v_pa
 
 namespace {
 
-// Whether one ';'-separated clause of a case's lower-cased `features.other` names every one of
-// `words` and does not say the setting is off or unknown ("not stated", "not compiled", "off", a clause
-// opening with "no ").
 // torchtitan's stack: torchtitan itself, and tools/probe's runs, which parallelise a model in
 // torchtitan's order with the same FSDP2, DTensor TP and per-op SAC (tools/probe/README.md).
 bool torchtitan_stack(const ValidationCase& vc) {
   return vc.framework == "torchtitan" || vc.framework == "pytorch-probe";
 }
 
+// Whether one ';'-separated clause of a case's lower-cased `features.other` names every one of
+// `words` and does not say the setting is off or unknown ("not stated", "not compiled", "off", a clause
+// opening with "no ").
 bool clause_states(const std::string& other, std::initializer_list<const char*> words) {
   for (std::size_t start = 0; start < other.size();) {
     const std::size_t end = std::min(other.find(';', start), other.size());

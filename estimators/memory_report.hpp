@@ -31,8 +31,9 @@ struct StageMemory {
   std::int64_t tr_layer_at = -1;  // the layer that sets tr_layer (body index; ≥ L for MTP)
   double transient = 0;           // Tr
   double step_transient = 0;      // Tr_step
-  bool grads_built_in_backward =
-      false;  // grads_built_in_backward (model_states.hpp): no gradient at the backward's start
+  // No gradient at the backward's start (grads_built_in_backward, model_states.hpp): M_alloc's
+  // backward is the larger of its two ends (overheads.hpp backward_phase).
+  bool grads_built_in_backward = false;
   // --rules sapp-nd (§17.5.1): the per-layer communication buffers SAPP-ND holds as activations.
   double seed_comm = 0;
   bool step_phase_binds = false;  // M_alloc set by the optimizer step

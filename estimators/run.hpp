@@ -62,7 +62,8 @@ struct FrameworkProfile {
   // DTensor's ColwiseParallel does, rather than the SP shard Megatron re-gathers.
   bool output_saves_gathered_input = false;
   // ZeRO-3 with resharding: the root module's parameters (tables, final norm) and the last
-  // block's stay gathered through forward and backward (FSDP2's root rule, torchtitan's last block).
+  // block's stay gathered through forward and backward (FSDP2's root rule, torchtitan's last block;
+  // torchtitan before pytorch/torchtitan#1094).
   bool fsdp_root_and_last_block_unsharded = false;
   // ZeRO-3 with resharding, torchtitan since pytorch/torchtitan#1094 (2025-07-28): the embedding
   // is wrapped alone and resharded, every block resharded, and the final norm with the output
