@@ -239,9 +239,13 @@ void tp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     // its comm_ops list), and the backward needs each all-gathered input for its weight gradient:
     // the all-gathers run again. Under its FlexAttention split (sac_attention_full_ac) the
     // attention is under full AC: its reduce-scatter reruns with it, the FFN's all-gather as above.
+    // Plain TP all-reduces, which the save list does not hold (activation_census.cpp
+    // torchtitan_sac): the attention's all-reduce reruns, since its output makes the residual the
+    // FFN's norm reads in the backward; the FFN's own is read by no backward in the block.
     t.tp_recompute[static_cast<int>(Recompute::full)] = forward;
-    if (s.sp && o.selective_policy == SelectivePolicy::torchtitan_op_sac) {
-      t.tp_recompute[static_cast<int>(Recompute::selective)] = e[0] + e[2] + (o.sac_attention_full_ac ? e[1] : 0);
+    if (o.selective_policy == SelectivePolicy::torchtitan_op_sac) {
+      t.tp_recompute[static_cast<int>(Recompute::selective)] =
+          s.sp ? e[0] + e[2] + (o.sac_attention_full_ac ? e[1] : 0) : e[1];
     }
   }
 }

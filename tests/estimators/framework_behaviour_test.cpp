@@ -38,6 +38,11 @@ TEST_CASE("torchtitan per-op SAC keeps every second matmul output and the attent
   n2.run.options.selective_policy = SelectivePolicy::torchtitan_op_sac;
   const Census cn = analytic_census(n2.model, n2.run, n2.strategy, FfnKind::dense);
   CHECK(per_token(cn, n2.run, n2.strategy, 0).kept_sel == 8'192 + 23'616 + 8'192);
+  // Its recompute reruns the attention's all-reduce (its output, the residual the FFN's norm reads,
+  // is not saved) and not the FFN's: one of the forward's two equal all-reduces.
+  const LayerTime plain = layer_time(n2.model, n2.run, n2.cluster.device, n2.strategy, FfnKind::dense);
+  CHECK(plain.tp_forward > 0);
+  CHECK(plain.tp_recompute[static_cast<int>(Recompute::selective)] == doctest::Approx(plain.tp_forward / 2));
 
   // Compiled, the partitioner keeps only what the backward reads: not the FFN's output. tp 1:
   // 63,616 − 2·4096 = 55,424. tp 2: w2's partial sum (8,192) and its reduce-scatter output
