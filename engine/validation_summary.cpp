@@ -146,6 +146,7 @@ Coverage held_out_coverage(const Summary& s) {
     auto inside = [&](const std::optional<double>& ratio, Quantity q, std::int64_t& in, std::int64_t& cases) {
       if (!ratio) return;
       const Band b = band_for(others, all[i].family, q, borrowed_widening(others, q));
+      if (b.cases == 0) return;  // no other source measured this quantity: no band to hold it
       ++cases;
       if (*ratio >= b.lo && *ratio <= b.hi) ++in;
     };
