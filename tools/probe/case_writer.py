@@ -34,11 +34,17 @@ def _block(name, fields, indent="  "):
     return lines
 
 
+def routed_experts(config):
+    """The routed expert count of a config.json dict (Qwen's num_experts, DeepSeek's
+    n_routed_experts), or None for a dense model."""
+    return config.get("num_experts", config.get("n_routed_experts"))
+
+
 def model_fields(config, layers):
     """The schema's model block from a config.json dict, with the layer count actually run."""
     cfg = dict(config)
     cfg["num_hidden_layers"] = layers
-    moe_experts = cfg.get("num_experts", cfg.get("n_routed_experts"))
+    moe_experts = routed_experts(cfg)
     mla = cfg.get("kv_lora_rank") is not None
     fields = []
     for k in _MODEL_KEYS:

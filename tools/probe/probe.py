@@ -197,7 +197,7 @@ def build_model(torch, a, config_dict, layers):
         if isinstance(getattr(hf, key, None), list):
             setattr(hf, key, getattr(hf, key)[:layers])
     model, errors = None, []
-    moe = bool(config_dict.get("num_experts") or config_dict.get("n_routed_experts"))
+    moe = bool(case_writer.routed_experts(config_dict))
     for experts in ("grouped_mm", None) if moe else (None,):  # torchtitan's grouped GEMM where offered
         for dtype_key in ("dtype", "torch_dtype"):
             if experts is not None:
@@ -232,7 +232,7 @@ def run(a):
     with open(a.config, encoding="utf-8") as f:
         config_dict = json.load(f)
     conf = configuration(a, config_dict)
-    moe = bool(config_dict.get("num_experts") or config_dict.get("n_routed_experts"))
+    moe = bool(case_writer.routed_experts(config_dict))
     if moe:
         fill_fake_collectives(torch)
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=a.world)
