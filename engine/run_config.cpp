@@ -78,6 +78,12 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   if (expert_rule != "megatron" && expert_rule != "torchtitan") f.fail("expert_rule", "megatron or torchtitan");
   p.expert_rule = expert_rule == "torchtitan" ? ExpertRule::torchtitan : ExpertRule::megatron;
   p.eta_fw = *f.optional_number("eta_fw", 1e-6, 10);
+  if (const auto by = f.optional_map("eta_fw_by_generation"))
+    for (const std::string& g : by->keys()) {
+      const auto eta = by->optional_number(g, 1e-3, 10);
+      if (!eta) by->fail(g, "a number in [0.001, 10]");
+      p.eta_fw_by_generation.emplace_back(g, *eta);
+    }
   p.account_embedding = f.optional_bool("account_embedding").value_or(false);
   p.account_loss = f.optional_bool("account_loss").value_or(false);
   p.loss_transient_bytes = f.optional_number("loss_transient_bytes", 0, 64).value_or(6);

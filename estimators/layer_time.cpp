@@ -19,7 +19,7 @@ double kernel_time(const Device& d, double eta_fw, double F) {
 
 KernelScales kernel_scales(const Run& run, const Device& d, const Strategy& s) {
   const FrameworkProfile& p = run.profile;
-  const double base = p.eta_fw;
+  const double base = p.eta_fw_on(d.generation);
   KernelScales k;
   k.other = base;
   // The profile's speedups hold on Hopper, where they were fitted; a device whose fp8 matmuls gain

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "estimators/strategy.hpp"
@@ -52,6 +53,15 @@ struct FrameworkProfile {
   double allgather_bucket_elements = 0;           // ZeRO 1/2 all-gather buckets, elements (× β_P)
   ExpertRule expert_rule = ExpertRule::megatron;  // search-and-time.md §2.4
   double eta_fw = 1.0;                            // kernel-efficiency scale of the time model
+  // η_fw on a device generation where the framework's measured runs reach another share of the
+  // device's achievable FLOPs than on Hopper, where eta_fw was fitted (search-and-time.md §7.3):
+  // (generation as Device::generation names it, its scale in place of eta_fw).
+  std::vector<std::pair<std::string, double>> eta_fw_by_generation;
+  double eta_fw_on(const std::string& generation) const {
+    for (const auto& [g, eta] : eta_fw_by_generation)
+      if (g == generation) return eta;
+    return eta_fw;
+  }
   // Pipeline split: the embedding and the loss each take a layer slot (memory-model.md §5.1).
   bool account_embedding = false;
   bool account_loss = false;

@@ -152,6 +152,36 @@ TEST_CASE("FP8 linears: the GEMM speedup of the scaling recipe, from the framewo
   CHECK(kernel_scales(mega, b200, s).linear == doctest::Approx(1.559885).epsilon(1e-6));
 }
 
+TEST_CASE("a framework's kernel scale on one device generation replaces eta_fw there only") {
+  RunFlags f;
+  f.seq = 8192;
+  f.global_batch = 512;
+  Run mega = make_run(f, true);
+  Strategy s;
+  const Device hopper = load_device("h100-80gb"), b200 = load_device("b200-192gb");
+  mega.profile.eta_fw_by_generation = {{"cdna3", 0.9}, {"blackwell", 0.5}};
+  CHECK(kernel_scales(mega, hopper, s).linear == 1.0);
+  const KernelScales k = kernel_scales(mega, b200, s);
+  CHECK(k.linear == 0.5);
+  CHECK(k.other == 0.5);
+  CHECK(k.core == 0.5 * mega.profile.eta_core);
+  // FP8 linears: the same scale times the B200 speedup of the test above, 1.559885.
+  mega.options.fp8_linears = true;
+  CHECK(kernel_scales(mega, b200, s).linear == doctest::Approx(0.5 * 1.559885).epsilon(1e-6));
+  // Compute-bound, a kernel's time is F / (η_max · scale · F_peak) + τ / (η_max · scale): halving the
+  // scale doubles it. B200: 1e12 FLOP / (0.61 · 0.5 · 2.25e15) + 1e-6 / (0.61 · 0.5) = 1.460474e-3 s.
+  CHECK(kernel_time(b200, k.linear, 1e12) == doctest::Approx(1e12 / (0.61 * 0.5 * 2.25e15) + 1e-6 / (0.61 * 0.5)));
+  CHECK(kernel_time(b200, k.linear, 1e12) == doctest::Approx(1.460474e-3).epsilon(1e-6));
+  // torchtitan.yaml's own: its runs on Blackwell at 0.40 of its Hopper kernel efficiency, on CDNA 3
+  // and 4 at 0.67 (the fits in the profile's comment).
+  f.framework = "torchtitan";
+  const Run titan = make_run(f, true);
+  CHECK(kernel_scales(titan, b200, s).linear == 0.40);
+  CHECK(kernel_scales(titan, load_device("mi300x-192gb"), s).linear == 0.67);
+  CHECK(kernel_scales(titan, load_device("mi355x-288gb"), s).linear == 0.67);
+  CHECK(kernel_scales(titan, hopper, s).linear == 1.0);
+}
+
 TEST_CASE("framework profiles set the precision and padding defaults (§2.6)") {
   RunFlags f;
   f.seq = 8192;

@@ -19,11 +19,12 @@ bool close(double actual, double printed, int decimals = -1) {
 }
 TimeReport timing(const test::Case& c) { return estimate_step_time(c.model, c.run, c.cluster, c.strategy); }
 // Documented departure: the framework profiles carry kernel efficiencies and memory-bound terms
-// calibrated on measured runs (torchtitan's η_fw and elementwise passes; Megatron's elementwise,
-// cross-entropy and unfused-score bytes, issue 20); the spec's examples use §7.1's defaults
-// (η_fw = 1, no elementwise, loss or score traffic).
+// calibrated on measured runs (torchtitan's η_fw, also per device generation, and elementwise
+// passes; Megatron's elementwise, cross-entropy and unfused-score bytes, issue 20); the spec's
+// examples use §7.1's defaults (η_fw = 1, no elementwise, loss or score traffic).
 void neutral_kernels(Run& run) {
   run.profile.eta_fw = 1;
+  run.profile.eta_fw_by_generation.clear();
   run.profile.eta_core = 1;
   run.profile.cp_core_scale = 1;
   run.profile.elementwise = false;
