@@ -59,8 +59,12 @@ constexpr Launches kGraph{1, 1};
 // and operand), for the two grouped linears and the activation between them, with E local experts:
 //   bf16: forward 2E + 2 (two GEMMs per expert), backward 4E + 2 (data and weight gradients);
 //   FP8 and MXFP8: forward 4E + 6, backward 6E + 10 (each GEMM's operands quantised first).
+// Of these, per expert (GEMMs, and the quantisations under FP8): forward 2E, FP8 4E; backward 4E,
+// FP8 6E; the rest (the activation, splits, the quantisers' set-up) Python-level.
 double expert_launches_forward(double E, bool fp8) { return fp8 ? 4 * E + 6 : 2 * E + 2; }
 double expert_launches_backward(double E, bool fp8) { return fp8 ? 6 * E + 10 : 4 * E + 2; }
+double per_expert_launches_forward(double E, bool fp8) { return fp8 ? 4 * E : 2 * E; }
+double per_expert_launches_backward(double E, bool fp8) { return fp8 ? 6 * E : 4 * E; }
 
 }  // namespace
 
@@ -96,23 +100,27 @@ MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strate
   add(kResidualForks);
   const bool fp8 = o.fp8_linears;
   MoeLayerLaunches n;
-  n.forward_experts = expert_launches_forward(E, fp8);
+  n.forward_experts_per_expert = per_expert_launches_forward(E, fp8);
+  n.forward_experts = expert_launches_forward(E, fp8) - n.forward_experts_per_expert;
   n.forward_rest = rest.forward;
-  n.backward = expert_launches_backward(E, fp8) + rest.backward;
+  n.backward_per_expert = per_expert_launches_backward(E, fp8);
+  n.backward = expert_launches_backward(E, fp8) - n.backward_per_expert + rest.backward;
   return n;
 }
 
-HostExposure host_issue_exposure(const MoeLayerLaunches& n, double tau, const MoeLayerGpu& g) {
+HostExposure host_issue_exposure(const MoeLayerLaunches& n, double tau, double tau_e, const MoeLayerGpu& g) {
   HostExposure e;
-  // Forward: the queue is empty at the sync. The expert section's n_e kernels cannot finish before
-  // n_e·τ, nor before what is queued ahead of them and their own GPU time; the rest of the
-  // layer then runs at the GPU's pace unless the whole forward's issue, (n_e + n_r)·τ, is longer.
-  const double expert_lag = n.forward_experts * tau - (g.queued_ahead + g.experts_forward);
-  const double forward_lag = (n.forward_experts + n.forward_rest) * tau - g.forward;
+  // Forward: the queue is empty at the sync. The expert section's kernels cannot finish before
+  // the host issues them, I_e = n_e·τ + n_e'·τ_e, nor before what is queued ahead of them and
+  // their own GPU time; the rest of the layer then runs at the GPU's pace unless the whole
+  // forward's issue, I_e + n_r·τ, is longer.
+  const double experts_issue = n.forward_experts * tau + n.forward_experts_per_expert * tau_e;
+  const double expert_lag = experts_issue - (g.queued_ahead + g.experts_forward);
+  const double forward_lag = experts_issue + n.forward_rest * tau - g.forward;
   e.forward = std::max({0.0, expert_lag, forward_lag});
   // Backward: no sync, so the host runs ahead and only a backward that issues slower than it runs
   // is host-bound.
-  e.backward = std::max(0.0, n.backward * tau - g.backward);
+  e.backward = std::max(0.0, n.backward * tau + n.backward_per_expert * tau_e - g.backward);
   return e;
 }
 

@@ -142,7 +142,8 @@ TEST_CASE("torch.compile and FP8 linears only ever shorten the step under the to
 }
 
 TEST_CASE("overlap switches of §7.6 expose what they say") {
-  const auto base = make_case("mixtral-8x7b", 64, 4096, 256, "tp=2,sp=true,pp=4,cp=2,cp_algo=ring,ep=8,zero=1");
+  auto base = make_case("mixtral-8x7b", 64, 4096, 256, "tp=2,sp=true,pp=4,cp=2,cp_algo=ring,ep=8,zero=1");
+  base.run.profile.host_launch_time = 0;  // the collectives alone (the host's issue: moe_host_issue_test)
   const TimeReport r0 = timing(base);
   REQUIRE(r0.comm_tp > 0);
   REQUIRE(r0.comm_ep > 0);
