@@ -93,6 +93,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "moe_router_fusion",
                                                  "cuda_graph_attn",
                                                  "cuda_graph_moe_router",
+                                                 "rope_fusion",
                                                  "tp_overlap",
                                                  "ep_overlap",
                                                  "cp_overlap",
@@ -222,6 +223,7 @@ void read_parallel_options(const OptionReader& r, const std::string& source, Run
   r.flag("moe_router_fusion", o.moe_router_fusion);
   r.flag("cuda_graph_attn", o.cuda_graph_attn);
   r.flag("cuda_graph_moe_router", o.cuda_graph_moe_router);
+  r.flag("rope_fusion", o.rope_fusion);
   r.number("tp_overlap", o.tp_overlap, 0, 1);
   r.number("ep_overlap", o.ep_overlap, 0, 1);
   r.flag("cp_overlap", o.cp_overlap);

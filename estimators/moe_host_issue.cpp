@@ -27,6 +27,15 @@ constexpr Launches kQkNorm{4, 6};  // the q and k heads copied and normed (Qwen3
 // the q, kv-down and (norm-fused) kv-up projections, the nope/rope concatenations, cuDNN
 // attention, the output projection and the residual add.
 constexpr Launches kMlaAttention{39, 47};
+// The same with the fused rotary (RunOptions::rope_fusion; multi_latent_attention.py,
+// qkv_up_proj_and_rope_apply): fused_apply_mla_rope_for_q and fused_apply_mla_rope_for_kv (1 / 1
+// each) take the place of the two rotaries (2 × 13 / 2 × 12), the query's and the key's
+// concatenations and the value's contiguous copy (3 / 0), and the concatenations of the q and kv
+// splits' gradients (0 / 2): 39 − 29 + 2 = 12, 47 − 26 + 2 = 23.
+constexpr Launches kMlaAttentionFusedRope{12, 23};
+// A query latent (DeepSeek-V3's q_lora_rank) adds the q down-projection (1 / 2) and makes the q
+// up-projection norm-fused (2 / 4 in place of 1 / 2).
+constexpr Launches kMlaQueryLatent{2, 4};
 constexpr Launches kPreMlpNorm{1, 3};
 // The router: gating GEMM, top-k, scores, counts and the auxiliary loss. Fused
 // (--moe-router-fusion): 9 / 13; unfused (softmax, aux_loss): 27 / 18.
@@ -84,7 +93,8 @@ MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strate
   if (o.cuda_graph_attn) {
     add(kGraph);
   } else {
-    add(mla ? kMlaAttention : kGqaAttention);
+    add(!mla ? kGqaAttention : o.rope_fusion ? kMlaAttentionFusedRope : kMlaAttention);
+    if (mla && m.q_lora_rank > 0) add(kMlaQueryLatent);
     if (m.qk_norm && !mla) add(kQkNorm);
     tp_collectives(mla ? kMlaSpCollectives : kSpCollectives);
   }

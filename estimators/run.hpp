@@ -245,6 +245,10 @@ struct RunOptions {
   // moe_preprocess), each of which the host launches as one graph.
   bool moe_router_fusion = false;
   bool cuda_graph_attn = false, cuda_graph_moe_router = false;
+  // And Megatron's fused rotary for MLA (--apply-rope-fusion, which Megatron-Bridge's DeepSeek
+  // providers turn off and its performance scripts turn on): fused_apply_mla_rope_for_q and
+  // _for_kv, one kernel each way each, in place of the unfused rotary and its concatenations.
+  bool rope_fusion = false;
   // Overlap switches of search-and-time.md §7.6: the exposed fractions 1 − ω of TP and EP
   // collectives, the CP ring hidden behind the attention core, PP point-to-point hidden
   // (Megatron's overlap_p2p_comm), DualPipeV's pairing, and the DP/ZeRO windows.

@@ -337,6 +337,10 @@ TEST_CASE("validate: a HybridEP case's static token budget and EP overlap, from 
   CHECK_FALSE(cases[2].run.options.moe_router_fusion);
   CHECK_FALSE(cases[2].run.options.cuda_graph_attn);
   CHECK(cases[2].run.options.cuda_graph_moe_router);
+  // "RoPE fusion" (Megatron's fused MLA rotary); "... off" and unstated are not.
+  CHECK(cases[0].run.options.rope_fusion);
+  CHECK_FALSE(cases[1].run.options.rope_fusion);
+  CHECK_FALSE(cases[2].run.options.rope_fusion);
 }
 
 TEST_CASE("validate: a Megatron case with layers its stages do not divide takes Megatron-Bridge's split") {

@@ -54,6 +54,24 @@ TEST_CASE("an MoE layer's launches: per local expert from GroupedLinear, per mod
   CHECK(n.forward_rest == 98);
   CHECK(n.backward == 91 + 2);
   CHECK(n.backward_per_expert == 32);
+  // With the fused rotary the attention is 12 / 23 in place of 39 / 47: 98 − 39 + 12 = 71
+  // forward, 93 − 47 + 23 = 69 backward.
+  mla.run.options.rope_fusion = true;
+  n = moe_layer_launches(mla.model, mla.run, mla.strategy);
+  CHECK(n.forward_rest == 71);
+  CHECK(n.backward == 69);
+  // A query latent (DeepSeek-V3, q_lora_rank 1536) adds 2 / 4 to the attention. At TP 1 and EP 8
+  // with the all-to-all dispatcher: attention 39 + 2, pre-MLP norm 1, router 27, dispatcher 19,
+  // shared expert 4, forks 1 = 93 forward; 47 + 4 + 3 + 18 + 7 + 5 + 2 = 86 backward, and the
+  // experts' 2 Python-level; fused rotary: 93 − 39 + 12 = 66, 88 − 47 + 23 = 64.
+  auto v3 = make_case("deepseek-v3", 8, 4096, 64, "dp=8,ep=8,zero=1,mbs=1");
+  n = moe_layer_launches(v3.model, v3.run, v3.strategy);
+  CHECK(n.forward_rest == 93);
+  CHECK(n.backward == 86 + 2);
+  v3.run.options.rope_fusion = true;
+  n = moe_layer_launches(v3.model, v3.run, v3.strategy);
+  CHECK(n.forward_rest == 66);
+  CHECK(n.backward == 64);
 }
 
 TEST_CASE("the host's issue is exposed after the sync, or where the whole layer issues slower than it runs") {
