@@ -64,9 +64,8 @@ Results gpt2_model_states(const Inputs& in) {
 
 // A fused fp32 buffer over every parameter: the gradient bucket of §9.5 sized to all of them.
 Results fused_buffer(const Inputs& in) {
-  RunFlags f;
-  f.precision.emplace("fp32");
-  const Run run = make_run(f, false);
+  Run run = make_run(RunFlags{}, false);
+  run.precision = load_precision("fp32");  // as --precision fp32 would (make_run's one use of it)
   return {{"fused_fp32_buffer", in.at("Psi") * run.precision.beta_G / 1e9}};
 }
 
