@@ -45,6 +45,18 @@ double expert_gemm_bytes(const Model& m, const Run& run, const Strategy& s, bool
 
 namespace {
 
+// Bytes per token of a layer's two norms on one device (read and write h each, over the SP shard).
+double norm_bytes(const Model& m, const Run& run, const Strategy& s) {
+  return 2 * 2 * static_cast<double>(m.hidden) * run.options.beta_a / static_cast<double>(s.sigma());
+}
+
+// Bytes per token of an MoE layer's routed-expert activation on one device (read n_up·f_e, write
+// f_e per routed row).
+double expert_activation_bytes(const Model& m, const Run& run, const Strategy& s, double rho) {
+  const double n_up = m.gated ? 2 : 1;
+  return (n_up + 1) * routed_rows_per_token(m, s, rho) * static_cast<double>(m.expert_ffn) * run.options.beta_a;
+}
+
 // Bytes per token of the elementwise ops of a layer on one device: two norms (read and write h),
 // two residual adds (read 2h, write h) over the SP shard, rotary on q and k, and the activation
 // (read n_up·f, write f) over the TP shard.
@@ -52,7 +64,7 @@ double elementwise_bytes(const Model& m, const Run& run, const Strategy& s, FfnK
   const double ba = run.options.beta_a, h = static_cast<double>(m.hidden);
   const double sigma = static_cast<double>(s.sigma()), tp = static_cast<double>(s.tp);
   const double n_up = m.gated ? 2 : 1;
-  double bytes = (2 * 2 * h + 2 * 3 * h) * ba / sigma;
+  double bytes = norm_bytes(m, run, s) + 2 * 3 * h * ba / sigma;
   const double qk = static_cast<double>((m.heads + (m.attention == AttentionKind::mla ? m.heads : m.kv_heads)) *
                                         (m.attention == AttentionKind::mla ? m.qk_rope_dim : m.head_dim));
   bytes += 2 * qk * ba / tp;
@@ -60,7 +72,7 @@ double elementwise_bytes(const Model& m, const Run& run, const Strategy& s, FfnK
     bytes += (n_up + 1) * static_cast<double>(m.ffn) * ba / tp;
   } else {
     const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
-    bytes += (n_up + 1) * (routed_rows_per_token(m, s, rho) * static_cast<double>(m.expert_ffn) + fsh / tp) * ba;
+    bytes += expert_activation_bytes(m, run, s, rho) + (n_up + 1) * fsh / tp * ba;
   }
   return bytes;
 }
@@ -134,9 +146,9 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
 
   // §7.3 option `elementwise`: memory-bound bytes of norms, rotary, activation and residual adds
   // (read and written once in forward, twice in backward), at the framework's HBM passes.
+  const double passes =
+      o.torch_compile ? run.profile.compiled_elementwise_passes : run.profile.eager_elementwise_passes;
   if (run.profile.elementwise) {
-    const double passes =
-        o.torch_compile ? run.profile.compiled_elementwise_passes : run.profile.eager_elementwise_passes;
     const double t_e = elementwise_bytes(m, run, s, ffn, rho) * tokens * passes / hbm;
     t.forward += t_e;
     t.backward += 2 * t_e;
@@ -180,6 +192,18 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     }
     if (!sw.attUp) t.recompute[sel] += up_f;
     if (!sw.dense_mlp && ffn == FfnKind::dense) t.recompute[sel] += ffn_proj_f;  // Megatron's `mlp` module
+    // Megatron's `layernorm` and `moe_act` modules rerun memory-bound kernels only: the norms'
+    // forward, and the routed experts' activation (with gpt-oss's clamps before it,
+    // moe_routing_bytes.cpp), at the elementwise rate (transformer_layer.py, experts.py:
+    // CheckpointWithoutOutput recomputes them in the backward).
+    if (run.profile.elementwise) {
+      double rerun = sw.normOp ? 0 : norm_bytes(m, run, s);
+      if (ffn == FfnKind::moe && !sw.moe_act) {
+        rerun += expert_activation_bytes(m, run, s, rho);
+        if (m.clamped_swiglu) rerun += routed_rows_per_token(m, s, rho) * 16 * static_cast<double>(m.expert_ffn);
+      }
+      t.recompute[sel] += rerun * tokens * passes / hbm;
+    }
   }
   // An attention kernel op SAC's save list misses is rerun (RunOptions::sac_saves_attention).
   if (op_sac && !run.options.sac_saves_attention && !run.options.sac_attention_full_ac) {

@@ -199,6 +199,31 @@ TEST_CASE("Megatron's checkpoint of core attention keeps the whole fused QKV out
   CHECK(g.core_attn_checkpoint_tp == 0);
 }
 
+TEST_CASE("Megatron's layernorm and moe_act recompute modules rerun memory-bound kernels in the backward") {
+  // Qwen3-30B-A3B at EP 16, tp 1 (σ 1), one sequence of 4096: moe_act reruns the routed experts'
+  // activation, (2 + 1)·8·768·2 = 36,864 B per token; layernorm the two norms, 2·2·2048·2 =
+  // 16,384 B per token, each over the 4,096 tokens at η_hbm·B_hbm.
+  auto c = make_case("qwen3-30b-a3b", 16, 4096, 16, "dp=16,ep=16,recompute=selective,mbs=1");
+  c.run.options.switches = RecomputeSwitches{};
+  const int sel = static_cast<int>(Recompute::selective);
+  const double hbm = c.cluster.device.eta_hbm * c.cluster.device.hbm_bandwidth;
+  const auto recompute = [&](const test::Case& x) {
+    return layer_time(x.model, x.run, x.cluster.device, x.strategy, FfnKind::moe).recompute[sel];
+  };
+  const double base = recompute(c);
+  auto act = c;
+  act.run.options.switches.moe_act = false;
+  CHECK(recompute(act) - base == doctest::Approx(36'864.0 * 4096 / hbm).epsilon(1e-9));
+  auto norms = c;
+  norms.run.options.switches.normOp = false;
+  CHECK(recompute(norms) - base == doctest::Approx(16'384.0 * 4096 / hbm).epsilon(1e-9));
+  // A profile that prices no elementwise traffic reruns none of it.
+  act.run.profile.elementwise = false;
+  auto plain = c;
+  plain.run.profile.elementwise = false;
+  CHECK(recompute(act) == recompute(plain));
+}
+
 TEST_CASE("Megatron's optimizer step casts bf16 gradients to fp32, one shard's worth") {
   // Llama-3.1-8B (8,030,261,248 parameters; 128,256 is already a multiple of 128) on dp 8 with the
   // distributed optimizer: each rank's optimizer shard is 8,030,261,248 / 8 = 1,003,782,656
