@@ -200,7 +200,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
       double rerun = sw.normOp ? 0 : norm_bytes(m, run, s);
       if (ffn == FfnKind::moe && !sw.moe_act) {
         rerun += expert_activation_bytes(m, run, s, rho);
-        if (m.clamped_swiglu) rerun += routed_rows_per_token(m, s, rho) * 16 * static_cast<double>(m.expert_ffn);
+        rerun += routed_rows_per_token(m, s, rho) * megatron_clamp_bytes_per_row(m);
       }
       t.recompute[sel] += rerun * tokens * passes / hbm;
     }

@@ -4,6 +4,10 @@
 
 namespace meshfit {
 
+double megatron_clamp_bytes_per_row(const Model& m) {
+  return m.clamped_swiglu ? 16 * static_cast<double>(m.expert_ffn) : 0;
+}
+
 namespace {
 
 // Megatron-Core's MoE layer, counted kernel by kernel from its code (Megatron-LM @d98e8a64dd,
@@ -50,7 +54,7 @@ MoeRoutingBytes megatron_routing(const Model& m, const Run& run, const Strategy&
   // gpt-oss's clamped activation: two eager clamps and a cat before the compiled kernel
   // (fused_bias_geglu.py), 16·f bytes per row forward beyond the activation's own, 18·f backward.
   if (m.clamped_swiglu) {
-    b.forward += rows * 16 * f;
+    b.forward += rows * megatron_clamp_bytes_per_row(m);
     b.backward += rows * 18 * f;
   }
   // FP8 grouped GEMMs quantise each expert's split of their operands in kernels of their own

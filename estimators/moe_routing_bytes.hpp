@@ -23,4 +23,8 @@ struct MoeRoutingBytes {
 // busiest rank's routed-token load (§7.2).
 MoeRoutingBytes moe_routing_bytes(const Model& m, const Run& run, const Strategy& s, double rho);
 
+// gpt-oss's clamped activation under Megatron-Core: two eager clamps and a concatenation before the
+// compiled kernel (fused_bias_geglu.py), bytes per routed row in its forward (0 for other models).
+double megatron_clamp_bytes_per_row(const Model& m);
+
 }  // namespace meshfit
