@@ -62,18 +62,23 @@ constexpr Launches kTpAllReduces{1, 1};
 // A module a CUDA graph captures is one launch each way.
 constexpr Launches kGraph{1, 1};
 
-// The routed experts' kernels, from Transformer Engine's GroupedLinear up to 2.12
+// The routed experts' kernels, from Transformer Engine's GroupedLinear up to 2.14
 // (transformer_engine/pytorch/module/grouped_linear.py, _GroupedLinear: general_grouped_gemm
 // launches one cuBLASLt GEMM per expert, and under FP8 _split_quantize one quantisation per expert
 // and operand), for the two grouped linears and the activation between them, with E local experts:
 //   bf16: forward 2E + 2 (two GEMMs per expert), backward 4E + 2 (data and weight gradients);
 //   FP8 and MXFP8: forward 4E + 6, backward 6E + 10 (each GEMM's operands quantised first).
-// Of these, per expert (GEMMs, and the quantisations under FP8): forward 2E, FP8 4E; backward 4E,
-// FP8 6E; the rest (the activation, splits, the quantisers' set-up) Python-level.
-double expert_launches_forward(double E, bool fp8) { return fp8 ? 4 * E + 6 : 2 * E + 2; }
-double expert_launches_backward(double E, bool fp8) { return fp8 ? 6 * E + 10 : 4 * E + 2; }
-double per_expert_launches_forward(double E, bool fp8) { return fp8 ? 4 * E : 2 * E; }
-double per_expert_launches_backward(double E, bool fp8) { return fp8 ? 6 * E : 4 * E; }
+// The E-terms are the per-expert launches of TE's C++ loop; the constants (the activation, the
+// splits, the quantisers' set-up) are Python-level.
+struct ExpertLaunches {
+  double per_expert = 0, python = 0;
+};
+ExpertLaunches expert_launches_forward(double E, bool fp8) {
+  return fp8 ? ExpertLaunches{4 * E, 6} : ExpertLaunches{2 * E, 2};
+}
+ExpertLaunches expert_launches_backward(double E, bool fp8) {
+  return fp8 ? ExpertLaunches{6 * E, 10} : ExpertLaunches{4 * E, 2};
+}
 
 }  // namespace
 
@@ -109,12 +114,13 @@ MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strate
   }
   add(kResidualForks);
   const bool fp8 = o.fp8_linears;
+  const ExpertLaunches forward = expert_launches_forward(E, fp8), backward = expert_launches_backward(E, fp8);
   MoeLayerLaunches n;
-  n.forward_experts_per_expert = per_expert_launches_forward(E, fp8);
-  n.forward_experts = expert_launches_forward(E, fp8) - n.forward_experts_per_expert;
+  n.forward_experts_per_expert = forward.per_expert;
+  n.forward_experts = forward.python;
   n.forward_rest = rest.forward;
-  n.backward_per_expert = per_expert_launches_backward(E, fp8);
-  n.backward = expert_launches_backward(E, fp8) - n.backward_per_expert + rest.backward;
+  n.backward_per_expert = backward.per_expert;
+  n.backward = backward.python + rest.backward;
   return n;
 }
 
