@@ -138,6 +138,10 @@ void write_table(const Model& m, std::ostream& out) {
   add(m.qk_norm, "QK-norm");
   add(m.router_bias, "router bias");
   add(m.positions > 0, "learned positions");
+  if (m.rope_attention_factor != 1.0) {
+    extras += (extras.empty() ? "" : ", ") + std::string("YaRN rotary (attention factor ") +
+              fixed(m.rope_attention_factor, 3) + ")";
+  }
   if (!extras.empty()) dims.row({"extras", extras});
   if (m.mtp_depths > 0) dims.row({"MTP depths", std::to_string(m.mtp_depths)});
   std::string kinds;

@@ -1,6 +1,7 @@
 #include "engine/model_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +36,7 @@ struct Draft {
   Sourced<std::int64_t> h, L, a, n_kv, d_h, V, f, P_pos;
   Sourced<bool> gated, qkv_bias, o_bias, mlp_bias, qk_norm, tie, router_bias, shared_gate;
   Sourced<bool> qk_norm_full, sinks, norm_bias, clamped_swiglu;
+  Sourced<double> rope_attention_factor;
   Sourced<std::int64_t> norms_per_layer, window;
   // Which layers attend within `window`: layer_types as the config lists them, else every layer
   // but each full_every-th (transformers' default pattern of the family; 0: none windowed).
@@ -369,6 +371,32 @@ void read_moe_gqa_family(const std::string& type, const Fields& c, Draft& d) {
   }
 }
 
+// YaRN's attention factor from the config's rope scaling (rope_scaling, or rope_parameters in
+// newer transformers), as transformers' _compute_yarn_parameters derives it: attention_factor
+// when given, else get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) when both are
+// given, else get_mscale(factor), with get_mscale(s, m) = 0.1·m·ln s + 1 (1 for s ≤ 1). Other rope
+// types leave the rotary unscaled.
+void read_rope_scaling(const Fields& c, Draft& d) {
+  const char* key = c.has("rope_scaling") ? "rope_scaling" : "rope_parameters";
+  const auto r = c.optional_map(key);
+  if (!r) return;
+  const auto type = r->has("rope_type") ? r->optional_string("rope_type") : r->optional_string("type");
+  if (type != std::optional<std::string>("yarn")) return;
+  const auto factor = r->optional_number("factor", 1, 1e6);
+  if (!factor) r->fail("factor", "a YaRN scaling factor (a number of at least 1)");
+  const auto get_mscale = [&](double m) { return *factor <= 1 ? 1.0 : 0.1 * m * std::log(*factor) + 1; };
+  const auto given = r->optional_number("attention_factor", 1e-6, 1e6);
+  const auto mscale = r->optional_number("mscale", 0, 1e6);
+  const auto mscale_all_dim = r->optional_number("mscale_all_dim", 0, 1e6);
+  double value = get_mscale(1);
+  if (given) {
+    value = *given;
+  } else if (mscale && mscale_all_dim && *mscale != 0 && *mscale_all_dim != 0) {
+    value = get_mscale(*mscale) / get_mscale(*mscale_all_dim);
+  }
+  d.rope_attention_factor.set(value, r->path(given ? "attention_factor" : "factor"));
+}
+
 void read_family(const std::string& type, const Fields& c, Draft& d) {
   read_llama_family(type, c, d);
   read_deepseek_family(type, c, d);
@@ -376,6 +404,7 @@ void read_family(const std::string& type, const Fields& c, Draft& d) {
   read_llama_block_family(type, c, d);
   read_newer_llama_family(type, c, d);
   read_moe_gqa_family(type, c, d);
+  read_rope_scaling(c, d);
 }
 
 // The `model:` block: symbols of memory-model.md §2.1.1 written in ASCII; they override the
@@ -566,6 +595,7 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
   m.norms_per_layer = d.norms_per_layer.value.value_or(2);
   m.attention_sinks = d.sinks.value.value_or(false);
   m.clamped_swiglu = d.clamped_swiglu.value.value_or(false);
+  m.rope_attention_factor = d.rope_attention_factor.value.value_or(1.0);
   m.tie = d.tie.value.value_or(false);
   m.positions = d.P_pos.value.value_or(0);
   m.router_bias = d.router_bias.value.value_or(false);

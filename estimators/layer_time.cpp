@@ -8,6 +8,7 @@
 #include "estimators/moe_host_issue.hpp"
 #include "estimators/moe_routing_bytes.hpp"
 #include "estimators/rank_layout.hpp"
+#include "estimators/rotary_kernels.hpp"
 
 namespace meshfit {
 
@@ -65,9 +66,7 @@ double elementwise_bytes(const Model& m, const Run& run, const Strategy& s, FfnK
   const double sigma = static_cast<double>(s.sigma()), tp = static_cast<double>(s.tp);
   const double n_up = m.gated ? 2 : 1;
   double bytes = norm_bytes(m, run, s) + 2 * 3 * h * ba / sigma;
-  const double qk = static_cast<double>((m.heads + (m.attention == AttentionKind::mla ? m.heads : m.kv_heads)) *
-                                        (m.attention == AttentionKind::mla ? m.qk_rope_dim : m.head_dim));
-  bytes += 2 * qk * ba / tp;
+  bytes += 2 * rotated_elements_per_token(m, s) * ba;
   if (ffn == FfnKind::dense) {
     bytes += (n_up + 1) * static_cast<double>(m.ffn) * ba / tp;
   } else {
@@ -152,6 +151,13 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     const double t_e = elementwise_bytes(m, run, s, ffn, rho) * tokens * passes / hbm;
     t.forward += t_e;
     t.backward += 2 * t_e;
+    // Megatron-Core's unfused rotary moves more than the one pass each way counted above.
+    if (run.profile.framework == Framework::megatron && megatron_rotary_unfused(m, o)) {
+      const RotaryPasses fused = megatron_rotary_passes(m, false), unfused = megatron_rotary_passes(m, true);
+      const double rotated = rotated_elements_per_token(m, s) * o.beta_a * tokens * passes / hbm;
+      t.forward += (unfused.forward - fused.forward) * rotated;
+      t.backward += (unfused.backward - fused.backward) * rotated;
+    }
   }
 
   // An MoE layer's token routing (moe_routing_bytes.hpp), memory-bound too.

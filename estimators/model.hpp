@@ -45,6 +45,10 @@ struct Model {
   bool attention_sinks = false;
   // gpt-oss: its experts clamp the gate and up projections before the activation (swiglu_limit).
   bool clamped_swiglu = false;
+  // YaRN's attention factor, which scales the rotary cos and sin (the config's rope_scaling of
+  // rope_type yarn: transformers' _compute_yarn_parameters; Megatron-Core's
+  // _yarn_get_concentration_factor); 1 for every other RoPE. gpt-oss: 0.1·ln 32 + 1 = 1.3466.
+  double rope_attention_factor = 1;
   // Per body layer, the keys a query attends at most: a sliding window (Mistral, Gemma 2/3,
   // Cohere 2, gpt-oss); 0 = every key before it. Empty: all 0.
   std::vector<std::int64_t> layer_window;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "estimators/rotary_kernels.hpp"
+
 namespace meshfit {
 
 namespace {
@@ -21,6 +23,13 @@ struct Launches {
 // the QKV split's concatenation in the backward (0 / 1), the output projection (1 / 2), the
 // residual add (1 / 1 at its fork).
 constexpr Launches kGqaAttention{9, 14};
+// The unfused rotary in place of the fused one on q and k (rotary_kernels.hpp): per tensor, the
+// cos and sin of the frequencies each scaled and cast (6), t·cos, the rotated half's negation
+// and concatenation, its product with sin, the sum, and the concatenation with the empty
+// unrotated rest (6): 12 forward; backward the two products' gradients, the negation's, the
+// halves' concatenation, the two branches' sum, the rotated slice's zero-filled gradient and copy,
+// the empty rest's zero fill and their sum: 9. For q and k, 24 / 18 less the fused 2 / 2.
+constexpr Launches kGqaUnfusedRotary{22, 16};
 constexpr Launches kQkNorm{4, 6};  // the q and k heads copied and normed (Qwen3's qk_layernorm)
 // MLA without a query latent, with Megatron-Core's unfused rotary on the rope parts of q and k
 // (13 / 12 each; Megatron-Bridge's DeepSeek recipes keep apply_rope_fusion off): the input norm,
@@ -101,6 +110,7 @@ MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strate
     add(!mla ? kGqaAttention : o.rope_fusion ? kMlaAttentionFusedRope : kMlaAttention);
     if (mla && m.q_lora_rank > 0) add(kMlaQueryLatent);
     if (m.qk_norm && !mla) add(kQkNorm);
+    if (!mla && megatron_rotary_unfused(m, o)) add(kGqaUnfusedRotary);
     tp_collectives(mla ? kMlaSpCollectives : kSpCollectives);
   }
   add(kPreMlpNorm);

@@ -496,3 +496,29 @@ TEST_CASE("validate: a null vpp under a multi-stage schedule is torchtitan's two
   REQUIRE(skipped.size() == 1);
   CHECK(skipped[0].field == "strategy.vpp");
 }
+
+TEST_CASE("YaRN's attention factor from rope_scaling, as transformers derives it") {
+  // Worked by hand with get_mscale(s, m) = 0.1·m·ln s + 1.
+  const auto factor_of = [](const std::string& rope) {
+    const std::string text = R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "rope_scaling": )" +
+                             rope + "}";
+    return model_from_config(parse_yaml_text(text, "m.json"), "m.json", "m").rope_attention_factor;
+  };
+  // gpt-oss's: factor 32, no mscale: 0.1·ln 32 + 1 = 1.346574.
+  CHECK(factor_of(R"({"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096})") ==
+        doctest::Approx(1.346574).epsilon(1e-6));
+  // DeepSeek's form: get_mscale(40, 1) / get_mscale(40, 0.707) = 1.368888 / 1.260804 = 1.085726.
+  CHECK(factor_of(R"({"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 0.707})") ==
+        doctest::Approx(1.085726).epsilon(1e-6));
+  // A stated attention_factor wins; other rope types and null leave the rotary unscaled.
+  CHECK(factor_of(R"({"rope_type": "yarn", "factor": 4.0, "attention_factor": 1.25})") == 1.25);
+  CHECK(factor_of(R"({"rope_type": "llama3", "factor": 8.0})") == 1.0);
+  CHECK(factor_of("null") == 1.0);
+  try {
+    factor_of(R"({"rope_type": "yarn"})");
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("rope_scaling.factor") != std::string::npos);
+  }
+}

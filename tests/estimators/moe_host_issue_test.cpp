@@ -105,6 +105,17 @@ TEST_CASE("the host's issue is exposed after the sync, or where the whole layer 
   CHECK(e.backward == 0);
 }
 
+TEST_CASE("gpt-oss under Megatron: the unfused YaRN rotary's launches") {
+  // gpt-oss-120B at EP 8 (16 local experts), bf16, TP 1, the all-to-all dispatcher, router
+  // unfused. Forward: GQA attention 9 + the unfused rotary's 22 more (its YaRN factor, 1.35, has
+  // no fused kernel) + pre-MLP norm 1 + router 27 + dispatcher 19 + forks 1 = 79. Backward:
+  // 14 + 16 + 3 + 18 + 7 + 2 = 60, and the experts' 2 Python-level.
+  auto c = make_case(test::data_path("models/gpt-oss-120b.json"), 8, 4096, 64, "dp=8,ep=8,zero=1,mbs=1");
+  const MoeLayerLaunches n = moe_layer_launches(c.model, c.run, c.strategy);
+  CHECK(n.forward_rest == 79);
+  CHECK(n.backward == 62);
+}
+
 TEST_CASE("a dropless dispatch without a token budget syncs the host, with or without EP") {
   auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
   RunOptions o = c.run.options;
