@@ -119,6 +119,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.tp_overlap_efficiency = f.optional_number("tp_overlap_efficiency", 0, 1).value_or(1);
   p.host_launch_time = f.optional_number("host_launch_time", 0, 1).value_or(0);
   p.host_expert_launch_time = f.optional_number("host_expert_launch_time", 0, 1).value_or(p.host_launch_time);
+  p.host_op_launch_time = f.optional_number("host_op_launch_time", 0, 1).value_or(p.host_launch_time);
   p.hybridep_overlap_share = f.optional_number("hybridep_overlap_share", 0, 1).value_or(1);
   p.interleaved_p2p_overlap = f.optional_bool("interleaved_p2p_overlap").value_or(false);
   p.recompute_switches = f.optional_string("recompute_switches").value_or("");

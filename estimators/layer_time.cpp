@@ -384,8 +384,9 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     g.experts_forward = t.experts_forward;
     g.forward = t.forward + t.tp_forward + t.cp_forward + forward + planning;
     g.backward = t.backward + (t.tp - t.tp_forward) + (t.cp - t.cp_forward) + forward;
-    host = host_issue_exposure(moe_layer_launches(m, run, s), run.profile.host_launch_time,
-                               run.profile.host_expert_launch_time, g);
+    const FrameworkProfile& p = run.profile;
+    host = host_issue_exposure(moe_layer_launches(m, run, s),
+                               HostIssueRates{p.host_launch_time, p.host_expert_launch_time, p.host_op_launch_time}, g);
   }
   // §7.6: ω_ep of it hidden, but no more than the compute it runs beside: Megatron's
   // overlap_moe_expert_parallel_comm pairs one micro-batch's forward of the layer with another's

@@ -89,6 +89,23 @@ ExpertLaunches expert_launches_backward(double E, bool fp8) {
   return fp8 ? ExpertLaunches{6 * E, 10} : ExpertLaunches{4 * E, 2};
 }
 
+// Expert biases (gpt-oss) under Megatron-Core's TEGroupedMLP (megatron/core/transformer/moe/
+// experts.py @23265d2, the Megatron-LM of Megatron-Bridge 26.04): FC1's bias rides in its GEMMs'
+// epilogue, but FC2's is added after them by _apply_bias, a Python loop over the local experts:
+// `t + b * p` per expert (2 plain ops each), then a concatenation and a cast back to bf16
+// (Python-level, 2). Its backward: the cast (1); per expert the bf16 cast of t's gradient (the
+// sum was fp32), the product's two gradients, each a multiply and a broadcast reduction, and b's
+// back to bf16 (1 + 5); the two splits' concatenations (2); and every expert's FC1 and FC2 bias
+// parameters get their gradient added into main_grad by Megatron's DDP hook (distributed/
+// distributed_data_parallel.py, _make_backward_post_hook: main_grad.add_, 2 per expert; the
+// weights' gradients are accumulated inside their GEMMs). Loop: 2E forward, 8E backward;
+// Python-level: 2 and 3.
+struct BiasLaunches {
+  double loop = 0, python = 0;
+};
+BiasLaunches expert_bias_launches_forward(double E) { return BiasLaunches{2 * E, 2}; }
+BiasLaunches expert_bias_launches_backward(double E) { return BiasLaunches{8 * E, 3}; }
+
 }  // namespace
 
 MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strategy& s) {
@@ -131,22 +148,32 @@ MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strate
   n.forward_rest = rest.forward;
   n.backward_per_expert = backward.per_expert;
   n.backward = backward.python + rest.backward;
+  if (m.mlp_bias) {
+    const BiasLaunches bias_forward = expert_bias_launches_forward(E), bias_backward = expert_bias_launches_backward(E);
+    n.forward_expert_loop = bias_forward.loop;
+    n.forward_experts += bias_forward.python;
+    n.backward_expert_loop = bias_backward.loop;
+    n.backward += bias_backward.python;
+  }
   return n;
 }
 
-HostExposure host_issue_exposure(const MoeLayerLaunches& n, double tau, double tau_e, const MoeLayerGpu& g) {
+HostExposure host_issue_exposure(const MoeLayerLaunches& n, const HostIssueRates& r, const MoeLayerGpu& g) {
   HostExposure e;
   // Forward: the queue is empty at the sync. The expert section's kernels cannot finish before
-  // the host issues them, I_e = n_e·τ + n_e'·τ_e, nor before what is queued ahead of them and
-  // their own GPU time; the rest of the layer then runs at the GPU's pace unless the whole
-  // forward's issue, I_e + n_r·τ, is longer.
-  const double experts_issue = n.forward_experts * tau + n.forward_experts_per_expert * tau_e;
+  // the host issues them, I_e = n_e·τ + n_e'·τ_e + n_e''·τ_o, nor before what is queued ahead of
+  // them and their own GPU time; the rest of the layer then runs at the GPU's pace unless the
+  // whole forward's issue, I_e + n_r·τ, is longer.
+  const double experts_issue = n.forward_experts * r.launch + n.forward_experts_per_expert * r.expert_launch +
+                               n.forward_expert_loop * r.op_launch;
   const double expert_lag = experts_issue - (g.queued_ahead + g.experts_forward);
-  const double forward_lag = experts_issue + n.forward_rest * tau - g.forward;
+  const double forward_lag = experts_issue + n.forward_rest * r.launch - g.forward;
   e.forward = std::max({0.0, expert_lag, forward_lag});
   // Backward: no sync, so the host runs ahead and only a backward that issues slower than it runs
   // is host-bound.
-  e.backward = std::max(0.0, n.backward * tau + n.backward_per_expert * tau_e - g.backward);
+  const double backward_issue =
+      n.backward * r.launch + n.backward_per_expert * r.expert_launch + n.backward_expert_loop * r.op_launch;
+  e.backward = std::max(0.0, backward_issue - g.backward);
   return e;
 }
 

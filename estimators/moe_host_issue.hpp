@@ -23,13 +23,18 @@ namespace meshfit {
 // quantisation per expert and operand, from a loop in its C++ extension (common/gemm/
 // cublaslt_gemm.cu, nvte_multi_tensor_gemm; pytorch/csrc/extensions/cast.cpp,
 // multi_tensor_quantize_impl): those launches are counted apart (`*_per_expert`), as the host
-// issues them at another rate than the Python-level ops around them.
+// issues them at another rate than the Python-level ops around them. So are the plain tensor ops
+// Megatron-Core repeats per local expert in a Python loop of its own (`*_expert_loop`: the expert
+// biases' _apply_bias, its autograd nodes and the bias parameters' gradient hooks), each one
+// dispatcher call and launch with no module around it.
 struct MoeLayerLaunches {
   double forward_experts = 0;             // after the forward's sync: the routed experts' section, Python-level
-  double forward_experts_per_expert = 0;  // ... and its per-expert launches
+  double forward_experts_per_expert = 0;  // ... its per-expert launches from GroupedLinear's loop
+  double forward_expert_loop = 0;         // ... and from Megatron-Core's own loop over the experts
   double forward_rest = 0;                // the rest of the layer's forward (attention, norms, router, dispatch)
   double backward = 0;                    // the whole backward, which has no sync, Python-level
-  double backward_per_expert = 0;         // ... and its per-expert launches
+  double backward_per_expert = 0;         // ... its per-expert launches from GroupedLinear's loop
+  double backward_expert_loop = 0;        // ... and from Megatron-Core's loop
 };
 MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strategy& s);
 
@@ -44,15 +49,19 @@ struct HostExposure {
   double forward = 0, backward = 0;
 };
 
-// The GPU idle time the host's issue adds to the layer, at `launch_time` (τ) seconds of host time
-// per kernel and `per_expert_launch_time` (τ_e) per launch of GroupedLinear's loop. A kernel starts
-// no earlier than its issue, so a stretch of issued kernels finishes no earlier than their issue
-// time plus the GPU time of what follows them. After the forward's sync the queue is empty: with
-// I_e = n_e·τ + n_e'·τ_e the expert section's issue, the layer's forward takes
+// Host seconds per launch: τ for a Python-level launch, τ_e for one of GroupedLinear's C++ loop,
+// τ_o for a plain tensor op of Megatron-Core's per-expert loop (FrameworkProfile).
+struct HostIssueRates {
+  double launch = 0, expert_launch = 0, op_launch = 0;
+};
+
+// The GPU idle time the host's issue adds to the layer. A kernel starts no earlier than its
+// issue, so a stretch of issued kernels finishes no earlier than their issue time plus the GPU
+// time of what follows them. After the forward's sync the queue is empty: with
+// I_e = n_e·τ + n_e'·τ_e + n_e''·τ_o the expert section's issue, the layer's forward takes
 // max(G_f, I_e + G_f − G_ahead − G_e, I_e + n_r·τ), and its backward, which the host issues ahead
-// of the GPU, max(G_b, n_b·τ + n_b'·τ_e).
-HostExposure host_issue_exposure(const MoeLayerLaunches& n, double launch_time, double per_expert_launch_time,
-                                 const MoeLayerGpu& g);
+// of the GPU, max(G_b, n_b·τ + n_b'·τ_e + n_b''·τ_o).
+HostExposure host_issue_exposure(const MoeLayerLaunches& n, const HostIssueRates& rates, const MoeLayerGpu& g);
 
 // Whether a run's MoE layers sync the host in their forward: dropless routing without a static
 // token budget (RunOptions::ep_token_budget), with or without EP. Without EP the all-to-all

@@ -124,6 +124,11 @@ struct FrameworkProfile {
   // The same for the per-expert launches Transformer Engine's GroupedLinear issues from its C++
   // loop (moe_host_issue.hpp); a profile that does not say issues them at host_launch_time.
   double host_expert_launch_time = 0;
+  // The same for the per-expert plain tensor ops of Megatron-Core's own Python loop over the local
+  // experts (the expert biases' _apply_bias), their autograd nodes and the DDP hooks of the
+  // experts' bias parameters (moe_host_issue.hpp); a profile that does not say issues them at
+  // host_launch_time.
+  double host_op_launch_time = 0;
   // The share of HybridEP's EP traffic the framework's EP overlap hides (§7.6's ω_ep scaled by
   // it); 1: as much as any dispatcher's.
   double hybridep_overlap_share = 1.0;

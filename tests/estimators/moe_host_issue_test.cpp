@@ -86,34 +86,52 @@ TEST_CASE("the host's issue is exposed after the sync, or where the whole layer 
   // Both at τ 40 µs. Expert section: 70 · 40 µs = 2.8 ms against 0.2 ms queued ahead + 0.6 ms of
   // GEMMs: 2.0 ms. Whole forward: 100 · 40 µs = 4.0 ms against 3 ms: 1.0 ms. The larger, 2.0 ms.
   // Backward: 170 · 40 µs = 6.8 ms against 6 ms: 0.8 ms.
-  HostExposure e = host_issue_exposure(n, 40e-6, 40e-6, MoeLayerGpu{0.2e-3, 0.6e-3, 3e-3, 6e-3});
+  HostExposure e = host_issue_exposure(n, HostIssueRates{40e-6, 40e-6, 40e-6}, MoeLayerGpu{0.2e-3, 0.6e-3, 3e-3, 6e-3});
   CHECK(e.forward == doctest::Approx(2.0e-3).epsilon(1e-9));
   CHECK(e.backward == doctest::Approx(0.8e-3).epsilon(1e-9));
   // A long dispatch queued ahead hides the expert section; the whole forward's issue still shows
   // when the GPU's forward is short: 4.0 − 3.5 = 0.5 ms.
-  e = host_issue_exposure(n, 40e-6, 40e-6, MoeLayerGpu{2.5e-3, 0.6e-3, 3.5e-3, 6e-3});
+  e = host_issue_exposure(n, HostIssueRates{40e-6, 40e-6, 40e-6}, MoeLayerGpu{2.5e-3, 0.6e-3, 3.5e-3, 6e-3});
   CHECK(e.forward == doctest::Approx(0.5e-3).epsilon(1e-9));
   // A GPU slower than the host everywhere: nothing.
-  e = host_issue_exposure(n, 40e-6, 40e-6, MoeLayerGpu{2.5e-3, 1e-3, 5e-3, 8e-3});
+  e = host_issue_exposure(n, HostIssueRates{40e-6, 40e-6, 40e-6}, MoeLayerGpu{2.5e-3, 1e-3, 5e-3, 8e-3});
   CHECK(e.forward == 0);
   CHECK(e.backward == 0);
   // The per-expert launches at 20 µs: expert section 6 · 40 + 64 · 20 = 1.52 ms, less 0.8 ms:
   // 0.72 ms; whole forward 1.52 + 30 · 40 µs = 2.72 ms, under the GPU's 3 ms. Backward
   // 42 · 40 + 128 · 20 = 4.24 ms, under 6 ms: nothing.
-  e = host_issue_exposure(n, 40e-6, 20e-6, MoeLayerGpu{0.2e-3, 0.6e-3, 3e-3, 6e-3});
+  e = host_issue_exposure(n, HostIssueRates{40e-6, 20e-6, 40e-6}, MoeLayerGpu{0.2e-3, 0.6e-3, 3e-3, 6e-3});
   CHECK(e.forward == doctest::Approx(0.72e-3).epsilon(1e-9));
+  CHECK(e.backward == 0);
+  // Megatron's own per-expert loop at τ_o 10 µs: 32 launches in the expert section, 128 in the
+  // backward. Expert section 1.52 + 32 · 10 µs = 1.84 ms, less 0.8: 1.04 ms (the whole forward,
+  // 1.84 + 1.2 = 3.04 ms, is 0.04 ms over 3 ms). Backward 4.24 + 1.28 = 5.52 ms, under 6 ms.
+  n.forward_expert_loop = 32;
+  n.backward_expert_loop = 128;
+  e = host_issue_exposure(n, HostIssueRates{40e-6, 20e-6, 10e-6}, MoeLayerGpu{0.2e-3, 0.6e-3, 3e-3, 6e-3});
+  CHECK(e.forward == doctest::Approx(1.04e-3).epsilon(1e-9));
   CHECK(e.backward == 0);
 }
 
-TEST_CASE("gpt-oss under Megatron: the unfused YaRN rotary's launches") {
+TEST_CASE("gpt-oss under Megatron: the expert biases' per-expert loop and the unfused YaRN rotary") {
   // gpt-oss-120B at EP 8 (16 local experts), bf16, TP 1, the all-to-all dispatcher, router
   // unfused. Forward: GQA attention 9 + the unfused rotary's 22 more (its YaRN factor, 1.35, has
-  // no fused kernel) + pre-MLP norm 1 + router 27 + dispatcher 19 + forks 1 = 79. Backward:
-  // 14 + 16 + 3 + 18 + 7 + 2 = 60, and the experts' 2 Python-level.
+  // no fused kernel) + pre-MLP norm 1 + router 27 + dispatcher 19 + forks 1 = 79; the experts'
+  // section: GroupedLinear 2·16 per expert, Python-level 2 + _apply_bias's cat and cast 2 = 4,
+  // and _apply_bias's loop 2·16 = 32. Backward: 14 + 16 + 3 + 18 + 7 + 2 = 60, Python-level
+  // experts 2 + bias 3 = 5; GroupedLinear 4·16 = 64; the loop 8·16 = 128 (per expert the add's
+  // and the product's gradients, 6, and the FC1 and FC2 bias parameters' main_grad adds, 2).
   auto c = make_case(test::data_path("models/gpt-oss-120b.json"), 8, 4096, 64, "dp=8,ep=8,zero=1,mbs=1");
   const MoeLayerLaunches n = moe_layer_launches(c.model, c.run, c.strategy);
   CHECK(n.forward_rest == 79);
-  CHECK(n.backward == 62);
+  CHECK(n.forward_experts == 4);
+  CHECK(n.forward_experts_per_expert == 32);
+  CHECK(n.forward_expert_loop == 32);
+  CHECK(n.backward == 65);
+  CHECK(n.backward_per_expert == 64);
+  CHECK(n.backward_expert_loop == 128);
+  // The profile prices the loop at 8 µs a launch (data/frameworks/megatron.yaml).
+  CHECK(c.run.profile.host_op_launch_time == doctest::Approx(8e-6));
 }
 
 TEST_CASE("a dropless dispatch without a token budget syncs the host, with or without EP") {
