@@ -311,6 +311,8 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src, 
   if (clause_states(other, {"cuda graph", "scope", "attn"})) vc.run.options.cuda_graph_attn = true;
   if (clause_states(other, {"cuda graph", "scope", "moe_router"})) vc.run.options.cuda_graph_moe_router = true;
   if (clause_states(other, {"rope fusion"})) vc.run.options.rope_fusion = true;
+  // And Transformer Engine's fused grouped MLP ("op fuser with the CuTe DSL fused grouped MLP").
+  if (clause_states(other, {"fused grouped mlp"})) vc.run.options.te_fused_grouped_mlp = true;
   // So is the FP8 scaling recipe ("float8 rowwise", "float8 tensorwise", "MXFP8").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
   if (fp8 && other.find("mxfp8") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::mxfp8;

@@ -71,7 +71,9 @@ double elementwise_bytes(const Model& m, const Run& run, const Strategy& s, FfnK
     bytes += (n_up + 1) * static_cast<double>(m.ffn) * ba / tp;
   } else {
     const double fsh = static_cast<double>(m.shared_experts * m.shared_expert_ffn);
-    bytes += expert_activation_bytes(m, run, s, rho) + (n_up + 1) * fsh / tp * ba;
+    // The routed experts' activation runs in a GEMM epilogue under the fused grouped MLP.
+    const double routed = run.options.te_fused_grouped_mlp ? 0 : expert_activation_bytes(m, run, s, rho);
+    bytes += routed + (n_up + 1) * fsh / tp * ba;
   }
   return bytes;
 }
@@ -204,7 +206,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     // CheckpointWithoutOutput recomputes them in the backward).
     if (run.profile.elementwise) {
       double rerun = sw.normOp ? 0 : norm_bytes(m, run, s);
-      if (ffn == FfnKind::moe && !sw.moe_act) {
+      if (ffn == FfnKind::moe && !sw.moe_act && !o.te_fused_grouped_mlp) {
         rerun += expert_activation_bytes(m, run, s, rho);
         rerun += routed_rows_per_token(m, s, rho) * megatron_clamp_bytes_per_row(m);
       }

@@ -89,6 +89,13 @@ ExpertLaunches expert_launches_backward(double E, bool fp8) {
   return fp8 ? ExpertLaunches{6 * E, 10} : ExpertLaunches{4 * E, 2};
 }
 
+// Transformer Engine's fused grouped MLP (RunOptions::te_fused_grouped_mlp; ops/fused/grouped_mlp.py):
+// one launch per grouped kernel, none per expert. Forward: FC1's input quantised, FC1 with the GLU
+// epilogue, FC2 with its bias (3); backward: the output gradient quantised, FC2's dgrad with the
+// dGLU epilogue, the two weight gradients, FC1's dgrad and the grouped bias gradient (6).
+constexpr ExpertLaunches kFusedGroupedMlpForward{0, 3};
+constexpr ExpertLaunches kFusedGroupedMlpBackward{0, 6};
+
 // Expert biases (gpt-oss) under Megatron-Core's TEGroupedMLP (megatron/core/transformer/moe/
 // experts.py @23265d2, the Megatron-LM of Megatron-Bridge 26.04): FC1's bias rides in its GEMMs'
 // epilogue, but FC2's is added after them by _apply_bias, a Python loop over the local experts:
@@ -141,14 +148,16 @@ MoeLayerLaunches moe_layer_launches(const Model& m, const Run& run, const Strate
   }
   add(kResidualForks);
   const bool fp8 = o.fp8_linears;
-  const ExpertLaunches forward = expert_launches_forward(E, fp8), backward = expert_launches_backward(E, fp8);
+  const bool fused_mlp = o.te_fused_grouped_mlp;
+  const ExpertLaunches forward = fused_mlp ? kFusedGroupedMlpForward : expert_launches_forward(E, fp8);
+  const ExpertLaunches backward = fused_mlp ? kFusedGroupedMlpBackward : expert_launches_backward(E, fp8);
   MoeLayerLaunches n;
   n.forward_experts_per_expert = forward.per_expert;
   n.forward_experts = forward.python;
   n.forward_rest = rest.forward;
   n.backward_per_expert = backward.per_expert;
   n.backward = backward.python + rest.backward;
-  if (m.mlp_bias) {
+  if (m.mlp_bias && !fused_mlp) {
     const BiasLaunches bias_forward = expert_bias_launches_forward(E), bias_backward = expert_bias_launches_backward(E);
     n.forward_expert_loop = bias_forward.loop;
     n.forward_experts += bias_forward.python;

@@ -45,15 +45,18 @@ MoeRoutingBytes megatron_routing(const Model& m, const Run& run, const Strategy&
   const double row_bytes = (flex ? 2 : 6) * h * ba;
   b.forward += rows * row_bytes;
   b.backward += rows * row_bytes;
+  // Transformer Engine's fused grouped MLP (RunOptions::te_fused_grouped_mlp) keeps the bias, the
+  // clamps and FC2's input quantisation in its GEMMs' epilogues: none of the three below.
+  const bool fused_mlp = run.options.te_fused_grouped_mlp;
   // Megatron's expert biases (gpt-oss): FC2's bias goes through the per-expert fp32 path
   // (experts.py: t + b·p per expert, a cat and a cast), 28·h bytes per row forward, 40·h backward.
-  if (m.mlp_bias) {
+  if (m.mlp_bias && !fused_mlp) {
     b.forward += rows * 28 * h;
     b.backward += rows * 40 * h;
   }
   // gpt-oss's clamped activation: two eager clamps and a cat before the compiled kernel
   // (fused_bias_geglu.py), 16·f bytes per row forward beyond the activation's own, 18·f backward.
-  if (m.clamped_swiglu) {
+  if (m.clamped_swiglu && !fused_mlp) {
     b.forward += rows * megatron_clamp_bytes_per_row(m);
     b.backward += rows * 18 * f;
   }
@@ -67,8 +70,11 @@ MoeRoutingBytes megatron_routing(const Model& m, const Run& run, const Strategy&
   if (run.options.fp8_linears) {
     const double per = run.options.fp8_scaling == Fp8Scaling::mxfp8 ? 4 + 2.0 / 32 : 6;
     const double pad = flex ? 0 : 8 * h;
-    b.forward += rows * (per * (h + f) + pad);
-    b.backward += rows * (per * (h + n_up * f) + pad);
+    // Under the fused grouped MLP FC2's input and FC1's output gradient come out of GEMM
+    // epilogues already quantised: FC1's input and FC2's output gradient remain.
+    const double f_side = fused_mlp ? 0 : 1;
+    b.forward += rows * (per * (h + f_side * f) + pad);
+    b.backward += rows * (per * (h + f_side * n_up * f) + pad);
   }
   return b;
 }

@@ -366,6 +366,10 @@ TEST_CASE("validate: a HybridEP case's static token budget and EP overlap, from 
   CHECK(cases[0].run.options.rope_fusion);
   CHECK_FALSE(cases[1].run.options.rope_fusion);
   CHECK_FALSE(cases[2].run.options.rope_fusion);
+  // Transformer Engine's "fused grouped MLP"; "... off" and unstated are not.
+  CHECK(cases[0].run.options.te_fused_grouped_mlp);
+  CHECK_FALSE(cases[1].run.options.te_fused_grouped_mlp);
+  CHECK_FALSE(cases[2].run.options.te_fused_grouped_mlp);
 }
 
 TEST_CASE("validate: a Megatron case with layers its stages do not divide takes Megatron-Bridge's split") {

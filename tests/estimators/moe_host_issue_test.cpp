@@ -134,6 +134,23 @@ TEST_CASE("gpt-oss under Megatron: the expert biases' per-expert loop and the un
   CHECK(c.run.profile.host_op_launch_time == doctest::Approx(8e-6));
 }
 
+TEST_CASE("Transformer Engine's fused grouped MLP: one launch per grouped kernel, no per-expert loops") {
+  // gpt-oss-120B at EP 8 as above, with the fused grouped MLP: the experts' forward 3 (FC1's input
+  // quantised, FC1 with the GLU epilogue, FC2 with its bias), backward 6 (the output gradient
+  // quantised, FC2's dgrad with the dGLU epilogue, two weight gradients, FC1's dgrad, the grouped
+  // bias gradient); the rest of the layer as before, 79 / 60.
+  auto c = make_case(test::data_path("models/gpt-oss-120b.json"), 8, 4096, 64, "dp=8,ep=8,zero=1,mbs=1");
+  c.run.options.te_fused_grouped_mlp = true;
+  const MoeLayerLaunches n = moe_layer_launches(c.model, c.run, c.strategy);
+  CHECK(n.forward_rest == 79);
+  CHECK(n.forward_experts == 3);
+  CHECK(n.forward_experts_per_expert == 0);
+  CHECK(n.forward_expert_loop == 0);
+  CHECK(n.backward == 60 + 6);
+  CHECK(n.backward_per_expert == 0);
+  CHECK(n.backward_expert_loop == 0);
+}
+
 TEST_CASE("a dropless dispatch without a token budget syncs the host, with or without EP") {
   auto c = make_case("qwen3-30b-a3b", 16, 4096, 1024, "dp=16,ep=16,zero=1,mbs=1");
   RunOptions o = c.run.options;

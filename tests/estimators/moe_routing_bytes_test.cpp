@@ -77,6 +77,34 @@ TEST_CASE("gpt-oss under Megatron: its experts' bias path and clamped activation
   CHECK(b.backward == doctest::Approx(896'192.0));
 }
 
+TEST_CASE("Transformer Engine's fused grouped MLP keeps the bias, clamps and FC2's quantisation in its epilogues") {
+  // gpt-oss-120b as above, MXFP8 (4.0625 B per quantised element, the all-to-all path's 8·2880
+  // padding each way). Unfused: forward 668,624 + 4·(4.0625·(2880 + 2880) + 23,040) = 854,384;
+  // backward 896,192 + 4·(4.0625·(2880 + 5760) + 23,040) = 1,128,752. Fused: no bias path, no
+  // clamps, FC1's input alone quantised forward and FC2's output gradient alone backward:
+  // 161,744 + 4·(11,700 + 23,040) = 300,704 and 228,032 + 138,960 = 366,992.
+  auto c = make_case(test::data_path("models/gpt-oss-120b.json"), 64, 4096, 1280, "dp=64,ep=8,zero=1,mbs=1");
+  c.run.options.fp8_linears = true;
+  c.run.options.fp8_scaling = Fp8Scaling::mxfp8;
+  const MoeRoutingBytes unfused = moe_routing_bytes(c.model, c.run, c.strategy, 1.0);
+  CHECK(unfused.forward == doctest::Approx(854'384.0));
+  CHECK(unfused.backward == doctest::Approx(1'128'752.0));
+  auto fused_case = c;
+  fused_case.run.options.te_fused_grouped_mlp = true;
+  const MoeRoutingBytes fused = moe_routing_bytes(fused_case.model, fused_case.run, fused_case.strategy, 1.0);
+  CHECK(fused.forward == doctest::Approx(300'704.0));
+  CHECK(fused.backward == doctest::Approx(366'992.0));
+  // The layer also drops the routed activation's elementwise pass, 4·3·2880·2 = 69,120 B per
+  // token (twice in the backward): over 4,096 tokens at 0.80 · 3.35 TB/s, forward
+  // (553,680 + 69,120)·4096 B = 9.518615e-4 s less, backward (761,760 + 138,240)·4096 B =
+  // 1.375522e-3 s less.
+  const LayerTime a = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  const LayerTime f =
+      layer_time(fused_case.model, fused_case.run, fused_case.cluster.device, fused_case.strategy, FfnKind::moe);
+  CHECK(a.forward - f.forward == doctest::Approx(9.518615e-4).epsilon(1e-6));
+  CHECK(a.backward - f.backward == doctest::Approx(1.375522e-3).epsilon(1e-6));
+}
+
 TEST_CASE("torchtitan's routing: its argsort, gathers, index_puts and fp32 weighting, eager or compiled") {
   // The same Qwen3-30B-A3B layout under torchtitan: 8 rows per token, h 2048, E 128.
   auto c = qwen3("torchtitan");
