@@ -256,10 +256,11 @@ struct RunOptions {
   bool rope_fusion = false;
   // Megatron's routed experts as Transformer Engine's fused grouped MLP (use_transformer_engine_op_fuser;
   // TE transformer_engine/pytorch/ops/fused/grouped_mlp.py, cuDNN's grouped GEMMs on SM100): the
-  // GLU activation with gpt-oss's clamps, the router probabilities, FC2's bias and the quantisation
-  // of FC2's input run in FC1's GEMM epilogue, and their backward in FC2's dgrad epilogue, so none
-  // of them moves through HBM on its own (moe_routing_bytes.hpp, layer_time.cpp), and each grouped
-  // GEMM is one launch rather than one per expert (moe_host_issue.hpp).
+  // GLU activation with gpt-oss's clamps, the router probabilities and the quantisation of FC2's
+  // input run in FC1's GEMM epilogue, FC2's bias in FC2's, and their backward in FC2's dgrad
+  // epilogue, so none of them moves through HBM on its own (moe_routing_bytes.hpp,
+  // layer_time.cpp), and each grouped GEMM is one launch rather than one per expert
+  // (moe_host_issue.hpp).
   bool te_fused_grouped_mlp = false;
   // Overlap switches of search-and-time.md §7.6: the exposed fractions 1 − ω of TP and EP
   // collectives, the CP ring hidden behind the attention core, PP point-to-point hidden
