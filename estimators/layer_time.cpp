@@ -402,8 +402,9 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
   const double kept = raw > 0 ? 1 - hidden / raw : 0;
   t.ep_forward = (forward + planning + host.forward) * kept;
   t.ep = raw * kept;
+  t.ep_hidden = raw - t.ep;
   // The V pairs each chunk's comm with the other's compute (unless dualpipe_overlap is off).
-  if (s.schedule == Schedule::dualpipev && o.dualpipe_overlap) t.ep_forward = t.ep = 0;
+  if (s.schedule == Schedule::dualpipev && o.dualpipe_overlap) t.ep_forward = t.ep = t.ep_hidden = 0;
 }
 
 }  // namespace

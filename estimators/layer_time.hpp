@@ -30,6 +30,10 @@ struct LayerTime {
   // Exposed communication, forward + backward, and the forward part a recompute repeats.
   double tp = 0, cp = 0, ep = 0;
   double tp_forward = 0, cp_forward = 0, ep_forward = 0;
+  // The EP time (collectives and the host's idle) that the EP overlap hides in one micro-batch,
+  // forward and backward together: what a micro-batch run without a partner exposes again
+  // (pipeline_schedule.hpp, ep_overlap_unpaired).
+  double ep_hidden = 0;
   double tp_recompute[3] = {0, 0, 0};                    // TP communication each recompute mode repeats
   bool recompute_repeats_cp[3] = {false, false, false};  // selective sets that recompute the core
   // The forward GEMMs that read or write each SP collective's tensor, which a decomposed overlap

@@ -34,4 +34,18 @@ double pipeline_makespan(const Strategy& s, const std::vector<StageTime>& st) {
   }
 }
 
+double ep_overlap_unpaired(const Strategy& s, const std::vector<StageTime>& stages) {
+  if (s.pp == 1) return stages.empty() ? 0 : stages[0].ep_hidden;
+  const double pp = static_cast<double>(s.pp), v = static_cast<double>(s.vpp);
+  const double chunks = static_cast<double>(s.num_microbatches) * v;
+  double worst = 0;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const double later = pp - static_cast<double>(i) - 1;  // the stages after this one
+    const double usual = s.schedule == Schedule::interleaved_1f1b ? 2 * later + (v - 1) * pp : later;
+    const double warmup = std::min(chunks, usual + 1);
+    worst = std::max(worst, warmup / v * stages[i].ep_hidden);
+  }
+  return worst;
+}
+
 }  // namespace meshfit

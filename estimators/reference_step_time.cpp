@@ -28,6 +28,7 @@ void add_layer(StageTime& st, StageParams& p, const LayerTime& t, const RankPara
   st.recompute += t.recompute[k];
   st.comm_tp += t.tp + t.tp_recompute[k];
   st.comm_ep += t.ep + (mode == Recompute::full ? t.ep_forward : 0);
+  st.ep_hidden += t.ep_hidden;
   st.comm_cp += t.cp + (t.recompute_repeats_cp[k] ? t.cp_forward : 0);
   p.P_d += params.non_expert + params.shared;
   p.P_e += params.routed;

@@ -16,7 +16,9 @@ void step_from_stages(TimeReport& r, const Run& run, const Device& d, const Stra
   const StageTime& slow = r.stages[static_cast<std::size_t>(r.slowest_stage)];
   const StageTime& last = r.stages[static_cast<std::size_t>(r.tail_stage)];
   const double m_mb = static_cast<double>(s.num_microbatches);
-  r.pipe = pipeline_makespan(s, r.stages);
+  // The forwards and backwards the EP overlap leaves without a partner expose what it hides.
+  const double unpaired = ep_overlap_unpaired(s, r.stages);
+  r.pipe = pipeline_makespan(s, r.stages) + unpaired;
   r.tail = last.tail();
   r.step = r.pipe + r.tail;
   r.forward = m_mb * slow.forward;
@@ -24,10 +26,10 @@ void step_from_stages(TimeReport& r, const Run& run, const Device& d, const Stra
   r.recompute = m_mb * slow.recompute;
   r.comm_tp = m_mb * slow.comm_tp;
   r.comm_cp = m_mb * slow.comm_cp;
-  r.comm_ep = m_mb * slow.comm_ep;
+  r.comm_ep = m_mb * slow.comm_ep + unpaired;
   r.comm_pp = m_mb * slow.comm_pp;
   r.comm_zero = m_mb * slow.comm_zero;
-  r.bubble = r.pipe - m_mb * slow.tau;
+  r.bubble = r.pipe - unpaired - m_mb * slow.tau;
   r.comm_dp = last.comm_dp;
   r.optimizer = last.optimizer;
   const double gb = static_cast<double>(run.global_batch), N = static_cast<double>(s.world());

@@ -12,6 +12,9 @@ struct StageTime {
   double forward = 0, backward = 0, recompute = 0, weight_grad = 0;
   // Per micro-batch: exposed communication by dimension (recompute's repeats included).
   double comm_tp = 0, comm_cp = 0, comm_ep = 0, comm_pp = 0, comm_zero = 0;
+  // Per micro-batch: the EP time the EP overlap hides (not in comm_ep or τ_i); the schedule's
+  // micro-batches without a partner expose it again (pipeline_schedule.hpp).
+  double ep_hidden = 0;
   double tau = 0;  // τ_i
   // After the last backward (§7.9).
   double comm_dp = 0;    // C_red + C_ag + C_emb

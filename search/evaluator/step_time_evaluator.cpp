@@ -97,6 +97,7 @@ void stage_compute(StageCompute& sc, const StageTerms& t, std::int64_t i) {
     tp_c += n * tp_l;
     cp_c += n * cp_l;
     ep_c += n * ep_l;
+    st.ep_hidden += n * lt.ep_hidden;
     const RankParams& p = t.kinds.params[kind];
     sc.P_d += n * (p.non_expert + p.shared);
     sc.P_e += n * p.routed;
