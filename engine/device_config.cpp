@@ -44,6 +44,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
                     "inter_bandwidth",
                     "eta_max",
                     "fp8_matmul_ratio",
+                    "tensor_flops_per_exp",
                     "kernel_overhead",
                     "eta_intra",
                     "eta_inter",
@@ -112,6 +113,7 @@ Device device_from_yaml(const YAML::Node& doc, const std::string& source) {
   bounded("overhead_fixed", d.overhead_fixed, 0, kPiB);
   bounded("eta_max", d.eta_max, 1e-6, 1);
   bounded("fp8_matmul_ratio", d.fp8_matmul_ratio, 1e-3, 100);
+  bounded("tensor_flops_per_exp", d.tensor_flops_per_exp, 0, 1e6);
   bounded("kernel_overhead", d.kernel_overhead, 0, 1);
   bounded("eta_intra", d.eta_intra, 1e-6, 1);
   bounded("eta_inter", d.eta_inter, 1e-6, 1);

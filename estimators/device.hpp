@@ -51,6 +51,10 @@ struct Device {
   // FLOPS, devices.md §2). The frameworks' FP8 speedups were fitted on Hopper, so a device's FP8
   // linears run at them times fp8_matmul_ratio / kHopperFp8MatmulRatio (layer_time.cpp).
   double fp8_matmul_ratio = kHopperFp8MatmulRatio;
+  // Dense bf16 tensor-core FLOPs per clock per SM over exponentials per clock per SM on its
+  // special-function units: how much a narrow attention head pays for its softmax
+  // (attention_head_width.hpp). 0: not stated, no head-width correction.
+  double tensor_flops_per_exp = 0;
   double kernel_overhead = 1e-6;  // τ_kern, s
   double eta_intra = 0.70;
   double eta_inter = 0.90;
