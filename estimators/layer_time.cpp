@@ -79,6 +79,12 @@ double elementwise_bytes(const Model& m, const Run& run, const Strategy& s, FfnK
   return bytes;
 }
 
+// The head width's scale of a fused attention core (attention_head_width.hpp); an unfused one's
+// softmax is a kernel of its own, priced by its bytes, so its GEMMs keep the plain rate.
+AttentionWidthScale core_width_scale(const Model& m, const Run& run, const Device& d) {
+  return run.flash_attention ? attention_width_scale(m, d) : AttentionWidthScale{};
+}
+
 // ρ_core: backward/forward FLOP ratio of the attention core (§7.1).
 double core_backward_ratio(const Run& run) { return run.flash_attention ? 2.5 : 2.0; }
 
@@ -93,7 +99,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
                   const LayerFlops& flops, double rho) {
   const RunOptions& o = run.options;
   const KernelScales eta = kernel_scales(run, d, s);
-  const AttentionWidthScale width = attention_width_scale(m, d);
+  const AttentionWidthScale width = core_width_scale(m, run, d);
   const double b = static_cast<double>(s.micro_batch), seq = static_cast<double>(run.seq);
   const double shards = static_cast<double>(s.tp * s.cp);     // §7.3: every op split over tp·cp
   const double tokens = b * seq / static_cast<double>(s.cp);  // the micro-batch's, on this rank
@@ -110,9 +116,8 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     // 1/window_share) times the FLOPs the model counts.
     const double full_square = core && !run.flash_attention ? 1 / (kCausalFactor * window_share(m, seq)) : 1;
     const double F = op.flops * full_square / shards;
-    // A fused attention core's FLOPs take its head width's time (attention_head_width.hpp).
-    const double widen = core && run.flash_attention ? width.forward : 1.0;
-    double f = kernel_time(d, core ? eta.core : eta.linear, F * widen);
+    // The attention core's FLOPs take its head width's time.
+    double f = kernel_time(d, core ? eta.core : eta.linear, core ? F * width.forward : F);
     if (ffn == FfnKind::moe && op.role == OpRole::ffn_proj) {
       // The routed experts' grouped GEMMs (up, then down): each also reads its experts' weights.
       f = std::max(f, expert_gemm_bytes(m, run, s, routed_ops++ == 0, rho) / hbm);
@@ -126,8 +131,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
       const double score_b = run.flash_attention ? 0 : scores * run.profile.unfused_score_bytes_backward / hbm;
       f += score_f;
       t.core_forward = f;
-      const double widen_b = run.flash_attention ? width.backward : 1.0;
-      t.backward += kernel_time(d, eta.core, core_backward_ratio(run) * F * widen_b) + score_b;
+      t.backward += kernel_time(d, eta.core, core_backward_ratio(run) * F * width.backward) + score_b;
     }
     t.forward += f;
     if (!core) {
@@ -331,8 +335,8 @@ void cp_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
         const double S_kv = b * (seq / static_cast<double>(cp_r)) * width * beta_a;
         const double hops = static_cast<double>(cp_r - 1);
         const double hide = hops / static_cast<double>(cp_r);
-        const double widen_b = run.flash_attention ? attention_width_scale(m, d).backward : 1.0;
-        const double core_b = kernel_time(d, eta.core, core_backward_ratio(run) * flops_core(flops) / shards * widen_b);
+        const double core_b = kernel_time(
+            d, eta.core, core_backward_ratio(run) * flops_core(flops) / shards * core_width_scale(m, run, d).backward);
         // §7.6: hidden behind the core's last cp_r − 1 blocks, unless cp_overlap is off.
         const double cover = o.cp_overlap ? 1.0 : 0.0;
         fwd += std::max(0.0, hops * point_to_point(d, ring.inside_node, S_kv) - cover * hide * t.core_forward);
