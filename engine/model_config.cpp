@@ -44,7 +44,7 @@ struct Draft {
   std::string layer_types_field;
   std::int64_t full_every = 0;
   Sourced<std::string> norm, attention;
-  Sourced<std::int64_t> E, k, f_e, n_s, f_se, L_0, q_moe, sparse_step, n_mtp;
+  Sourced<std::int64_t> E, k, f_e, n_s, f_se, L_0, q_moe, sparse_step, n_mtp, n_group, topk_group;
   Sourced<std::int64_t> r_q, r_kv, d_nope, d_rope, d_v;
   std::vector<std::int64_t> mlp_only_layers;
   std::string mlp_only_field;
@@ -129,6 +129,14 @@ void read_llama_family(const std::string& type, const Fields& c, Draft& d) {
   }
 }
 
+// n_group and topk_group of a config.json whose router limits each token to some expert groups
+// (Model::expert_groups); `applies` false: the router ignores them.
+void read_expert_groups(const Fields& c, Draft& d, bool applies) {
+  const std::optional<std::int64_t> groups = c.optional_int("n_group", 1), per_token = c.optional_int("topk_group", 1);
+  d.n_group.set(applies ? groups.value_or(1) : 1, "n_group");
+  d.topk_group.set(applies ? per_token.value_or(groups.value_or(1)) : 1, "topk_group");
+}
+
 // DeepSeek V2/V3: MLA attention, shared and routed experts, the first dense layers, MTP depths.
 void read_deepseek_family(const std::string& type, const Fields& c, Draft& d) {
   if (type == "deepseek_v3" || type == "deepseek_v2") {
@@ -151,7 +159,13 @@ void read_deepseek_family(const std::string& type, const Fields& c, Draft& d) {
     d.n_mtp.set(c.optional_int("num_nextn_predict_layers", 0), "num_nextn_predict_layers");
     d.tie.set(c.optional_bool("tie_word_embeddings"), "tie_word_embeddings");
     // DeepSeek-V3's noaux_tc routing adds e_score_correction_bias, one value per expert.
-    d.router_bias.set(c.optional_string("topk_method") == std::optional<std::string>("noaux_tc"), "topk_method");
+    const std::optional<std::string> topk_method = c.optional_string("topk_method");
+    d.router_bias.set(topk_method == std::optional<std::string>("noaux_tc"), "topk_method");
+    // Group-limited routing: n_group groups, topk_group of them per token (DeepSeek-V3: 8 and 4),
+    // unless the router is DeepSeek-V2's plain "greedy" top-k, which ignores them (transformers'
+    // modeling_deepseek_v2.py). Unstated: no limit, as Megatron-Bridge's DeepSeek bridge reads a
+    // missing n_group (models/deepseek/deepseek_v3_bridge.py: `hf_cfg.get("n_group") or 1`).
+    read_expert_groups(c, d, topk_method != std::optional<std::string>("greedy"));
     d.attention.set(std::string("mla"), "model_type");
     d.gated.set(true, "model_type");
     d.norm.set(std::string("rms"), "model_type");
@@ -337,6 +351,7 @@ void read_moe_gqa_family(const std::string& type, const Fields& c, Draft& d) {
     d.L_0.set(c.optional_int("first_k_dense_replace", 0), "first_k_dense_replace");
     d.n_mtp.set(c.optional_int("num_nextn_predict_layers", 0), "num_nextn_predict_layers");
     d.router_bias.set(true, "model_type");
+    read_expert_groups(c, d, true);  // GLM-4.5's config: 1 and 1, no limit
     d.moe_deepseek_rule = true;
   }
   if (type == "llama4" || type == "llama4_text") {
@@ -426,7 +441,8 @@ void read_symbols(const Fields& s, Draft& d) {
                     "attention",   "r_q",
                     "r_kv",        "d_nope",
                     "d_rope",      "d_v",
-                    "n_mtp"});
+                    "n_mtp",       "n_group",
+                    "topk_group"});
   auto i = [&](Sourced<std::int64_t>& t, const char* key, std::int64_t min = 1) {
     t.set(s.optional_int(key, min), s.path(key));
   };
@@ -453,6 +469,8 @@ void read_symbols(const Fields& s, Draft& d) {
   i(d.d_rope, "d_rope", 0);
   i(d.d_v, "d_v");
   i(d.n_mtp, "n_mtp", 0);
+  i(d.n_group, "n_group");
+  i(d.topk_group, "topk_group");
   b(d.gated, "gated");
   b(d.qkv_bias, "qkv_bias");
   b(d.o_bias, "o_bias");
@@ -651,6 +669,18 @@ Model build(const Draft& d, const Fields& c, const std::string& type, const std:
     m.shared_experts = d.n_s.value.value_or(0);
     // DeepSeek's shared experts have the routed experts' width; Qwen2-MoE states its own.
     m.shared_expert_ffn = m.shared_experts > 0 ? d.f_se.value.value_or(m.expert_ffn) : 0;
+    m.expert_groups = d.n_group.value.value_or(1);
+    m.groups_per_token = d.topk_group.value.value_or(m.expert_groups);
+    if (m.expert_groups < 1 || m.experts % m.expert_groups != 0) {
+      c.fail(d.n_group.field, "expected a divisor of the " + std::to_string(m.experts) + " routed experts, got " +
+                                  std::to_string(m.expert_groups));
+    }
+    if (m.groups_per_token < 1 || m.groups_per_token > m.expert_groups ||
+        m.groups_per_token * (m.experts / m.expert_groups) < m.top_k) {
+      c.fail(d.topk_group.field, "expected 1 to " + std::to_string(m.expert_groups) +
+                                     " groups per token, holding at least the " + std::to_string(m.top_k) +
+                                     " experts a token picks, got " + std::to_string(m.groups_per_token));
+    }
   }
   derive_layers(d, c, m);
   m.moe_layers = std::count(m.layer_ffn.begin(), m.layer_ffn.end(), FfnKind::moe);

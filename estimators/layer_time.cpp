@@ -4,6 +4,7 @@
 
 #include "estimators/attention_head_width.hpp"
 #include "estimators/collectives.hpp"
+#include "estimators/expert_node_spread.hpp"
 #include "estimators/fp8_casts.hpp"
 #include "estimators/layer_activations.hpp"
 #include "estimators/moe_host_issue.hpp"
@@ -361,14 +362,10 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
     const Group ep = make_group(d, s.etp, s.ep, tree);
     forward = 2 * all_to_all(ep, d, S_d);
     if (sends_once_per_node(o.ep_dispatch) && !ep.inside_node) {
-      // One copy per other node that holds one of the token's k experts: with E/n_nodes experts
-      // per node, a node holds none of k distinct experts with probability
-      // Π_{j<k} (E − E/n_nodes − j)/(E − j).
-      const double E = static_cast<double>(m.experts), k = static_cast<double>(m.top_k);
-      const double nodes = static_cast<double>(ep.size) / static_cast<double>(ep.per_node);
-      double miss = 1;
-      for (double j = 0; j < k; ++j) miss *= std::max(0.0, E - E / nodes - j) / (E - j);
-      const double remote = n_moe * h * beta_a * rho * (nodes - 1) * (1 - miss);
+      // One copy per other node that holds one of the token's k experts (expert_node_spread.hpp:
+      // fewer under group-limited routing, which confines a token to some nodes).
+      const std::int64_t nodes = ep.size / std::max<std::int64_t>(1, ep.per_node);
+      const double remote = n_moe * h * beta_a * rho * remote_node_copies(m, nodes);
       forward = 2 * node_dedup_all_to_all(ep, d, S_d, remote);
     }
     // HybridEP plans each dispatch from the whole group's routing: it first all-gathers every

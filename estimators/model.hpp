@@ -65,6 +65,10 @@ struct Model {
   bool router_bias = false;
   bool shared_gate = false;
   std::int64_t first_dense = 0;  // L_0, leading dense layers (reported)
+  // Group-limited routing (DeepSeek-V2/V3's n_group and topk_group): the E experts in G equal
+  // contiguous groups, a token's k experts drawn from T of them; G = T = 1 without a limit.
+  std::int64_t expert_groups = 1;     // G
+  std::int64_t groups_per_token = 1;  // T
 
   // Multi-head latent attention (DeepSeek-V2/V3); attention == mla when set.
   AttentionKind attention = AttentionKind::gqa;

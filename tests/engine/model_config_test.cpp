@@ -53,10 +53,13 @@ TEST_CASE("family facts") {
   CHECK(ds.kv_heads == 128);
   CHECK(ds.mtp_depths == 1);
   CHECK(ds.shared_expert_ffn == 2048);
+  CHECK(ds.expert_groups == 8);  // n_group: node-limited routing, 4 groups a token
+  CHECK(ds.groups_per_token == 4);
 
   const Model v2 = load_model(test::data_path("models/deepseek-v2-lite.json"));
   CHECK(v2.q_lora_rank == 0);  // null -> no query latent
   CHECK_FALSE(v2.router_bias);
+  CHECK(v2.expert_groups == 1);  // topk_method greedy: no group limit
 
   const Model qwen2 = load_model(test::data_path("models/qwen2-7b.json"));
   CHECK(qwen2.qkv_bias);
@@ -146,6 +149,14 @@ TEST_CASE("bad model input names the file, the field and what was expected") {
   CHECK(unknown.find("field 'model_type': unknown model type 'falcon'") != std::string::npos);
   CHECK(unknown.find("llama") != std::string::npos);
   CHECK(unknown.find("deepseek_v3") != std::string::npos);
+
+  // Group-limited routing: n_group must divide the experts, topk_group hold a token's picks (64
+  // groups of 4 experts, one a token, cannot hold 8).
+  CHECK(error_of(test::data_path("bad/expert-groups-not-dividing.json"))
+            .find("field 'n_group': expected a divisor of the 256 routed experts, got 7") != std::string::npos);
+  CHECK(error_of(test::data_path("bad/too-few-groups-per-token.json"))
+            .find("field 'topk_group': expected 1 to 64 groups per token, holding at least the 8 experts a token "
+                  "picks, got 1") != std::string::npos);
 
   CHECK(error_of(test::data_path("bad/not-a-map.json")).find("expected a map of fields, got a list") !=
         std::string::npos);
