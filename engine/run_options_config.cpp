@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/input_error.hpp"
+#include "engine/megatron_pipeline_layout.hpp"
 #include "engine/utf8_text.hpp"
 #include "engine/yaml_fields.hpp"
 
@@ -123,6 +124,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "recompute_rest",
                                                  "offload_optimizer",
                                                  "layers_per_vstage",
+                                                 "pipeline_layout",
                                                  "full_layers_per_vstage",
                                                  "layers_first_stage",
                                                  "layers_last_stage",
@@ -310,6 +312,14 @@ void read_layout_options(const OptionReader& r, const std::string& source, Run& 
   r.choice("recompute_rest", o.recompute_rest, {{"none", Recompute::none}, {"selective", Recompute::selective}},
            "none or selective");
   if (f.has("layers_per_vstage")) o.layers_per_vstage = f.int_list("layers_per_vstage", 0);
+  // Or Megatron's own layout string, e.g. pipeline_layout: "Et|(tt|)*30mL" (megatron_pipeline_layout.hpp);
+  // the strategy's checks hold its stage count and layers to the model's.
+  if (const auto text = f.optional_string("pipeline_layout")) {
+    if (f.has("layers_per_vstage")) f.fail("pipeline_layout", "give it or layers_per_vstage, not both");
+    const PipelineLayoutText parsed = parse_megatron_pipeline_layout(*text);
+    if (!parsed.error.empty()) f.fail("pipeline_layout", parsed.error);
+    o.layers_per_vstage = parsed.layers_per_vstage;
+  }
   if (f.has("full_layers_per_vstage")) o.full_layers_per_vstage = f.int_list("full_layers_per_vstage", 0);
   if (const auto n = f.optional_int("layers_first_stage")) o.layers_first_stage = *n;
   if (const auto n = f.optional_int("layers_last_stage")) o.layers_last_stage = *n;

@@ -7,6 +7,7 @@
 
 #include "engine/case_device_names.hpp"
 #include "engine/case_layout.hpp"
+#include "engine/megatron_pipeline_layout.hpp"
 #include "engine/device_config.hpp"
 #include "engine/input_error.hpp"
 #include "engine/utf8_text.hpp"
@@ -592,6 +593,42 @@ void read_case_measured(ValidationCase& vc, const Fields& c, const std::string& 
   }
 }
 
+// A Megatron pipeline layout the case's `other` quotes, e.g. "pipeline layout 'Et|(tt|)*30mL'"
+// (or "pipeline_model_parallel_layout ..."): its decoder layers per virtual stage, which must
+// cover the model's layers and MTP depths over the strategy's pp·vpp virtual stages.
+void stated_pipeline_layout(ValidationCase& vc, const Fields& feat) {
+  const std::string other = feat.optional_string("other").value_or("");
+  const std::string lower = to_lower(other);
+  std::size_t at = std::string::npos;  // just after the first of the names
+  for (const std::string key : {"pipeline_model_parallel_layout", "pipeline layout"}) {
+    if (const std::size_t k = lower.find(key);
+        k != std::string::npos && (at == std::string::npos || k + key.size() < at))
+      at = k + key.size();
+  }
+  if (at == std::string::npos) return;
+  const std::size_t open = other.find_first_of("'\"`", at);
+  const std::size_t close = open == std::string::npos ? open : other.find(other[open], open + 1);
+  if (close == std::string::npos) {
+    feat.fail("other", "names a pipeline layout but quotes none; expected e.g. pipeline layout 'Et|(tt|)*30mL'");
+  }
+  const std::string text = other.substr(open + 1, close - open - 1);
+  const PipelineLayoutText parsed = parse_megatron_pipeline_layout(text);
+  if (!parsed.error.empty()) feat.fail("other", "pipeline layout: " + parsed.error);
+  const Strategy& st = vc.strategy;
+  std::int64_t layers = 0;
+  for (const std::int64_t n : parsed.layers_per_vstage) layers += n;
+  const auto stages = static_cast<std::int64_t>(parsed.layers_per_vstage.size());
+  if (stages != st.pp * st.vpp || layers != vc.model.layers || parsed.mtp_depths != vc.model.mtp_depths) {
+    feat.fail("other", "pipeline layout " + quoted_text(text) + " has " + std::to_string(stages) + " virtual stages, " +
+                           std::to_string(layers) + " decoder layers and " + std::to_string(parsed.mtp_depths) +
+                           " MTP depths; expected pp*vpp = " + std::to_string(st.pp * st.vpp) + ", the model's " +
+                           std::to_string(vc.model.layers) + " and " + std::to_string(vc.model.mtp_depths));
+  }
+  vc.run.options.layers_per_vstage = parsed.layers_per_vstage;
+  vc.run.options.account_embedding = vc.run.options.account_loss = false;
+  vc.defaults_taken.push_back("features.other pipeline layout -> layers per virtual stage");
+}
+
 // Megatron refuses layers that do not divide its pipeline stages (transformer_block.py,
 // get_num_layers_to_build: "num_layers should be divisible by pipeline_model_parallel_size", and
 // by vp_size) unless the run says how to split them. A case that does not say takes the split
@@ -662,6 +699,7 @@ ValidationCase read_case(const YAML::Node& node, const std::string& path, std::s
   const CaseLayout layout = read_case_layout(vc, c, src);
   read_case_run(vc, c, src, layout);
   read_case_strategy(vc, c, src, layout);
+  stated_pipeline_layout(vc, Fields(c.raw("features"), src, "features"));
   megatron_uneven_split(vc);
   // README (precision): under torchtitan's FSDP the sharded fp32 parameter is itself the master
   // copy, and the param_bytes working weights exist only while gathered (FSDP2's

@@ -255,6 +255,17 @@ TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from 
   CHECK(r.code == 0);
   // EX5: peak on stage 1, 21,392,336,788 bytes = 19.92 GiB.
   CHECK(r.out.find("peak 19.92 GiB on stage 1") != std::string::npos);
+  // The same split as Megatron's layout string.
+  std::vector<std::string> megatron = base;
+  megatron.insert(megatron.end(), {"--run-options", data_path("run-options/ex5-megatron-layout.yaml")});
+  const auto ml = run(megatron);
+  CHECK(ml.code == 0);
+  CHECK(ml.out.find("peak 19.92 GiB on stage 1") != std::string::npos);
+  std::vector<std::string> standalone = base;
+  standalone.insert(standalone.end(), {"--run-options", data_path("run-options/bad-pipeline-layout.yaml")});
+  const auto sa = run(standalone);
+  CHECK(sa.code == 2);
+  CHECK(sa.err.find("field 'pipeline_layout': an MTP depth 'm' outside the last virtual stage") != std::string::npos);
   std::vector<std::string> typo = base;
   typo.insert(typo.end(), {"--run-options", data_path("run-options/typo.yaml")});
   const auto t = run(typo);

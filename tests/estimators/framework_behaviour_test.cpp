@@ -373,8 +373,9 @@ TEST_CASE("validate: a HybridEP case's static token budget and EP overlap, from 
 }
 
 TEST_CASE("validate: a Megatron case with layers its stages do not divide takes Megatron-Bridge's split") {
-  const auto cases = load_validation_cases(test::data_path("validation/uneven-pipeline-split.yaml"));
-  REQUIRE(cases.size() == 5);
+  std::vector<UnestimatedCase> refused;
+  const auto cases = load_validation_cases(test::data_path("validation/uneven-pipeline-split.yaml"), &refused);
+  REQUIRE(cases.size() == 6);
   // 30 layers + embedding + loss = 32 slots over 4 stages: the accounting flags.
   CHECK(cases[0].run.options.account_embedding);
   CHECK(cases[0].run.options.account_loss);
@@ -389,6 +390,14 @@ TEST_CASE("validate: a Megatron case with layers its stages do not divide takes 
   CHECK(cases[4].run.options.account_embedding);
   CHECK_FALSE(cases[4].run.options.account_loss);
   CHECK(cases[4].run.options.layers_per_vstage.empty());
+  // A Megatron layout string in `other` is the split itself: 'E|t*10|t*10|t*10L' is 0, 10, 10, 10.
+  CHECK(cases[5].run.options.layers_per_vstage == std::vector<std::int64_t>{0, 10, 10, 10});
+  CHECK_FALSE(cases[5].run.options.account_embedding);
+  // One that does not cover the strategy's stages and the model's layers is refused, saying so.
+  REQUIRE(refused.size() == 1);
+  CHECK(refused[0].reason.find("field 'features.other': pipeline layout 'Et*9|t*10|t*10L' has 3 virtual stages, "
+                               "29 decoder layers and 0 MTP depths; expected pp*vpp = 4, the model's 30 and 0") !=
+        std::string::npos);
 }
 
 TEST_CASE("eager torchtitan keeps SwiGLU unfused and the MoE combine's fp32 copy; compiled, neither") {
