@@ -5,6 +5,9 @@
 #include <vector>
 
 #include "engine/megatron_pipeline_layout.hpp"
+#include "engine/trainer_export.hpp"
+#include "estimator_fixture.hpp"
+#include "estimators/pipeline_layout.hpp"
 
 using namespace meshfit;
 
@@ -37,4 +40,25 @@ TEST_CASE("layouts meshfit cannot hold are refused with the reason") {
   CHECK(parse_megatron_pipeline_layout("Et|t").error.find("'L' last") != std::string::npos);
   CHECK(parse_megatron_pipeline_layout("Ex|L").error.find("unexpected character 'x'") != std::string::npos);
   CHECK(parse_megatron_pipeline_layout("E(t|)*99999999L").error.find("unrolls beyond") != std::string::npos);
+}
+
+TEST_CASE("the layout export writes reads back to the split it was made from") {
+  // DeepSeek-V3's 61 layers over uneven pipelines: megatron_args writes --pipeline-model-parallel-layout
+  // from the layout the estimate used; reading that string gives the same layers per virtual stage.
+  for (const char* strategy :
+       {"dp=4,tp=2,sp=true,pp=16,ep=8,zero=1,mbs=1", "dp=8,tp=2,sp=true,pp=8,vpp=4,ep=8,zero=1,mbs=1"}) {
+    const test::Case c = test::make_case("deepseek-v3", 128, 4096, 1024, strategy);
+    const std::string args = export_strategy(TrainerFormat::megatron, c.model, c.run, c.strategy).text;
+    const std::string flag = "--pipeline-model-parallel-layout \"";
+    const std::size_t at = args.find(flag);
+    REQUIRE_MESSAGE(at != std::string::npos, strategy);
+    const std::size_t from = at + flag.size();
+    const PipelineLayoutText back = parse_megatron_pipeline_layout(args.substr(from, args.find('"', from) - from));
+    CHECK(back.error.empty());
+    CHECK(back.mtp_depths == 1);
+    const PipelineLayout layout = make_layout(c.model, c.run, c.strategy);
+    std::vector<std::int64_t> want;
+    for (const VirtualStage& v : layout.vstages) want.push_back(v.layers);
+    CHECK_MESSAGE(back.layers_per_vstage == want, strategy);
+  }
 }
