@@ -637,7 +637,8 @@ void stated_pipeline_layout(ValidationCase& vc, const Fields& feat) {
 // Qwen3-235B-A22B's recipes, recipes/llama/llama3.py and recipes/qwen/qwen3_moe.py), else ⌈L/nv⌉
 // decoder layers per virtual stage from the first and the rest on the last, beside the MTP
 // depths and the loss (DeepSeek-V3's layouts, recipes/deepseek/deepseek_v3.py,
-// _get_deepseek_v3_pipeline_layout: 16×3 + 13, 8×7 + 5, 4×15 + 1).
+// _get_deepseek_v3_pipeline_layout: 16×3 + 13, 8×7 + 5, 4×15 + 1), and where that leaves the last
+// stage nothing, a slot each for the embedding, the MTP depths and the loss.
 void megatron_uneven_split(ValidationCase& vc) {
   RunOptions& o = vc.run.options;
   const Strategy& st = vc.strategy;
@@ -654,12 +655,26 @@ void megatron_uneven_split(ValidationCase& vc) {
     return;
   }
   const std::int64_t each = (layers + nv - 1) / nv, last = layers - (nv - 1) * each;
-  if (last < 1) return;
-  o.layers_per_vstage.assign(static_cast<std::size_t>(nv), each);
-  o.layers_per_vstage.back() = last;
-  vc.defaults_taken.push_back("layers not divisible by pp*vpp -> " + std::to_string(each) +
-                              " per virtual stage from the first, " + std::to_string(last) +
-                              " on the last (Megatron-Bridge's DeepSeek-V3 layouts)");
+  if (last >= 1) {
+    o.layers_per_vstage.assign(static_cast<std::size_t>(nv), each);
+    o.layers_per_vstage.back() = last;
+    vc.defaults_taken.push_back("layers not divisible by pp*vpp -> " + std::to_string(each) +
+                                " per virtual stage from the first, " + std::to_string(last) +
+                                " on the last (Megatron-Bridge's DeepSeek-V3 layouts)");
+    return;
+  }
+  // Too many virtual stages for that (61 layers on 32): the embedding, each MTP depth and the loss a
+  // slot each, as Megatron-Bridge's 1,024-GPU H100 DeepSeek-V3 recipe lays pp 8 x vpp 4 out
+  // ("Et|(tt|)*30mL", perf_recipes/deepseek/h100/deepseek_v3.py).
+  const std::int64_t mtp = vc.model.mtp_depths, slots = layers + 2 + mtp;
+  if (slots % nv != 0 || slots / nv < 1 + mtp) return;
+  const std::int64_t per = slots / nv;
+  o.layers_per_vstage.assign(static_cast<std::size_t>(nv), per);
+  o.layers_per_vstage.front() = per - 1;
+  o.layers_per_vstage.back() = per - 1 - mtp;
+  vc.defaults_taken.push_back("layers not divisible by pp*vpp -> " + std::to_string(per) +
+                              " slots per virtual stage, the embedding, the MTP depths and the loss one each "
+                              "(Megatron-Bridge's H100 DeepSeek-V3 layout)");
 }
 
 ValidationCase read_case(const YAML::Node& node, const std::string& path, std::size_t index) {

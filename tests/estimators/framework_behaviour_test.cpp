@@ -375,7 +375,7 @@ TEST_CASE("validate: a HybridEP case's static token budget and EP overlap, from 
 TEST_CASE("validate: a Megatron case with layers its stages do not divide takes Megatron-Bridge's split") {
   std::vector<UnestimatedCase> refused;
   const auto cases = load_validation_cases(test::data_path("validation/uneven-pipeline-split.yaml"), &refused);
-  REQUIRE(cases.size() == 6);
+  REQUIRE(cases.size() == 7);
   // 30 layers + embedding + loss = 32 slots over 4 stages: the accounting flags.
   CHECK(cases[0].run.options.account_embedding);
   CHECK(cases[0].run.options.account_loss);
@@ -393,6 +393,9 @@ TEST_CASE("validate: a Megatron case with layers its stages do not divide takes 
   // A Megatron layout string in `other` is the split itself: 'E|t*10|t*10|t*10L' is 0, 10, 10, 10.
   CHECK(cases[5].run.options.layers_per_vstage == std::vector<std::int64_t>{0, 10, 10, 10});
   CHECK_FALSE(cases[5].run.options.account_embedding);
+  // 13 layers with an MTP depth on 8 virtual stages: 2 each from the first would leave the last
+  // none, so the embedding, the MTP depth and the loss take a slot each: 16 slots, 2 per stage.
+  CHECK(cases[6].run.options.layers_per_vstage == std::vector<std::int64_t>{1, 2, 2, 2, 2, 2, 2, 0});
   // One that does not cover the strategy's stages and the model's layers is refused, saying so.
   REQUIRE(refused.size() == 1);
   CHECK(refused[0].reason.find("field 'features.other': pipeline layout 'Et*9|t*10|t*10L' has 3 virtual stages, "
