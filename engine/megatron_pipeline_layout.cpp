@@ -6,11 +6,11 @@ namespace meshfit {
 
 namespace {
 
-// Repeats `unit` n times; false when n is missing or the result would pass `limit` characters.
+// Appends `unit` n times; false when n is missing or `out` would pass `limit` characters.
 bool repeat(std::string& out, const std::string& unit, const std::string& digits, std::size_t limit) {
   if (digits.empty() || digits.size() > 6) return false;
   const std::size_t n = std::stoul(digits);
-  if (unit.size() * n > limit) return false;
+  if (out.size() + unit.size() * n > limit) return false;
   for (std::size_t i = 0; i < n; ++i) out += unit;
   return true;
 }

@@ -1,25 +1,25 @@
 #include "estimators/expert_node_spread.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 namespace meshfit {
 
 namespace {
 
-// C(n, r) as a double (0 outside 0 ≤ r ≤ n); the group counts here stay far below its range.
-double choose(std::int64_t n, std::int64_t r) {
-  if (r < 0 || r > n) return 0;
-  r = std::min(r, n - r);
-  double c = 1;
-  for (std::int64_t j = 0; j < r; ++j) c = c * static_cast<double>(n - j) / static_cast<double>(j + 1);
-  return c;
+// ln C(n, r); −∞ outside 0 ≤ r ≤ n. In logs: the group counts (up to C(4096, 2048)) pass a double's range.
+double log_choose(std::int64_t n, std::int64_t r) {
+  if (r < 0 || r > n) return -std::numeric_limits<double>::infinity();
+  return std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(r) + 1) -
+         std::lgamma(static_cast<double>(n - r) + 1);
 }
 
 // C(pool − m, k)/C(pool, k): k distinct picks from `pool` all land outside `m` of them.
 double all_outside(std::int64_t pool, std::int64_t m, std::int64_t k) {
   double p = 1;
-  for (std::int64_t j = 0; j < k; ++j)
+  for (std::int64_t j = 0; j < k && p > 0; ++j)
     p *= std::max<double>(0, static_cast<double>(pool - m - j)) / static_cast<double>(pool - j);
   return p;
 }
@@ -32,36 +32,37 @@ double node_miss_probability(const Model& m, std::int64_t first, std::int64_t he
   const std::int64_t T = std::clamp<std::int64_t>(m.groups_per_token, 1, G);
   if (E <= 0 || k <= 0 || held <= 0) return 1;
   const std::int64_t g = E / G, pool = T * g;
-  // The node's experts per group it touches; the other groups hold none of them.
-  std::vector<std::int64_t> overlap;
+  // The groups the node's experts touch: q_full held whole, and at most two held in part (where
+  // the node's range starts or ends inside a group).
+  std::int64_t q_full = 0;
+  std::vector<std::int64_t> part;
   for (std::int64_t i = 0; i < G; ++i) {
     const std::int64_t lo = std::max(first, i * g), hi = std::min(first + held, (i + 1) * g);
-    if (hi > lo) overlap.push_back(hi - lo);
+    if (hi - lo == g)
+      ++q_full;
+    else if (hi > lo)
+      part.push_back(hi - lo);
   }
-  const auto q = static_cast<std::int64_t>(overlap.size());
-  // ways[s][x]: subsets of s touched groups holding x of the node's experts.
-  std::vector<std::vector<double>> ways(static_cast<std::size_t>(q + 1),
-                                        std::vector<double>(static_cast<std::size_t>(held + 1), 0));
-  ways[0][0] = 1;
-  for (const std::int64_t c : overlap) {
-    for (std::int64_t s = q - 1; s >= 0; --s) {
-      for (std::int64_t x = held - c; x >= 0; --x) {
-        ways[static_cast<std::size_t>(s + 1)][static_cast<std::size_t>(x + c)] +=
-            ways[static_cast<std::size_t>(s)][static_cast<std::size_t>(x)];
+  const auto q = q_full + static_cast<std::int64_t>(part.size());
+  // Over the T-subsets of the G groups, all alike: s_f of the whole groups and a choice of the
+  // partial ones among them, the other T − s_f − s_p from the G − q untouched groups
+  // (hypergeometric); then the token's k experts miss the x = s_f·g + (chosen parts) it can reach.
+  const double all = log_choose(G, T);
+  double miss = 0;
+  for (std::size_t mask = 0; mask < (std::size_t{1} << part.size()); ++mask) {
+    std::int64_t s_p = 0, x_p = 0;
+    for (std::size_t j = 0; j < part.size(); ++j) {
+      if (mask & (std::size_t{1} << j)) {
+        ++s_p;
+        x_p += part[j];
       }
     }
-  }
-  // Complete each with T − s of the G − q untouched groups, over all C(G, T) choices alike.
-  double miss = 0;
-  for (std::int64_t s = 0; s <= std::min(q, T); ++s) {
-    const double rest = choose(G - q, T - s);
-    if (rest == 0) continue;
-    for (std::int64_t x = 0; x <= held; ++x) {
-      const double w = ways[static_cast<std::size_t>(s)][static_cast<std::size_t>(x)];
-      if (w > 0) miss += w * rest * all_outside(pool, x, k);
+    for (std::int64_t s_f = 0; s_f <= std::min(q_full, T - s_p); ++s_f) {
+      const double w = std::exp(log_choose(q_full, s_f) + log_choose(G - q, T - s_f - s_p) - all);
+      if (w > 0) miss += w * all_outside(pool, s_f * g + x_p, k);
     }
   }
-  return miss / choose(G, T);
+  return std::clamp(miss, 0.0, 1.0);
 }
 
 double remote_node_copies(const Model& m, std::int64_t nodes) {

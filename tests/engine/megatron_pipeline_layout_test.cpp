@@ -40,6 +40,8 @@ TEST_CASE("layouts meshfit cannot hold are refused with the reason") {
   CHECK(parse_megatron_pipeline_layout("Et|t").error.find("'L' last") != std::string::npos);
   CHECK(parse_megatron_pipeline_layout("Ex|L").error.find("unexpected character 'x'") != std::string::npos);
   CHECK(parse_megatron_pipeline_layout("E(t|)*99999999L").error.find("unrolls beyond") != std::string::npos);
+  // Each repeat within the bound, together beyond it.
+  CHECK(parse_megatron_pipeline_layout("E(t|)*600000,(t|)*600000L").error.find("unrolls beyond") != std::string::npos);
 }
 
 TEST_CASE("the layout export writes reads back to the split it was made from") {

@@ -68,3 +68,11 @@ TEST_CASE("a node holding part of one group, and one straddling two") {
   // never missed; group 2: always missed. (1/6 + 0 + 1)/3 = 7/18.
   CHECK(node_miss_probability(routed(12, 2, 3, 1), 2, 6) == doctest::Approx(7.0 / 18).epsilon(1e-12));
 }
+
+TEST_CASE("one expert per group: any group limit leaves the picks uniform, and counts stay finite") {
+  // 4,096 groups of one expert, 2,048 a token, then 8 of those 2,048: 8 experts uniformly at random,
+  // as without a limit. C(4096, 2048) is beyond a double; the result must still be the product.
+  const Model wide = routed(4096, 8, 4096, 2048);
+  CHECK(node_miss_probability(wide, 0, 2048) == doctest::Approx(outside(4096, 2048, 8)).epsilon(1e-9));
+  CHECK(remote_node_copies(wide, 2) == doctest::Approx(1 - outside(4096, 2048, 8)).epsilon(1e-9));
+}
