@@ -319,6 +319,7 @@ void read_layout_options(const OptionReader& r, const std::string& source, Run& 
     const PipelineLayoutText parsed = parse_megatron_pipeline_layout(*text);
     if (!parsed.error.empty()) f.fail("pipeline_layout", parsed.error);
     o.layers_per_vstage = parsed.layers_per_vstage;
+    o.layout_mtp_depths = parsed.mtp_depths;
   }
   if (f.has("full_layers_per_vstage")) o.full_layers_per_vstage = f.int_list("full_layers_per_vstage", 0);
   if (const auto n = f.optional_int("layers_first_stage")) o.layers_first_stage = *n;

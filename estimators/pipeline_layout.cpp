@@ -67,6 +67,8 @@ bool layout_counts_valid(const Model& m, const Run& run, const Strategy& s) {
   const std::int64_t slots = total_slots(m, run);
   const std::int64_t nv = s.virtual_stages();
   if (nv < 1 || nv > slots) return false;
+  // A Megatron layout string places the model's own MTP depths, no more, no fewer.
+  if (run.options.layout_mtp_depths >= 0 && run.options.layout_mtp_depths != m.mtp_depths) return false;
   // full_layers_per_vstage (§5.4): one count per virtual stage, none above its layers. Checked
   // whatever the recompute mode (no validity rule reads the mode), applied under full recompute.
   const auto& full = run.options.full_layers_per_vstage;

@@ -316,7 +316,8 @@ struct RunOptions {
   // Layout (§5.1).
   bool account_embedding = false;
   bool account_loss = false;
-  std::vector<std::int64_t> layers_per_vstage;       // slots per virtual stage (length nv); empty = not given
+  std::vector<std::int64_t> layers_per_vstage;  // slots per virtual stage (length nv); empty = not given
+  std::int64_t layout_mtp_depths = -1;  // the MTP depths a Megatron pipeline_layout string names; −1 = none given
   std::vector<std::int64_t> full_layers_per_vstage;  // §5.4: fully recomputed layers per virtual stage
   std::int64_t layers_first_stage = 0;               // 0 = not given
   std::int64_t layers_last_stage = 0;

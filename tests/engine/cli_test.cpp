@@ -266,6 +266,11 @@ TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from 
   const auto sa = run(standalone);
   CHECK(sa.code == 2);
   CHECK(sa.err.find("field 'pipeline_layout': an MTP depth 'm' outside the last virtual stage") != std::string::npos);
+  std::vector<std::string> two_mtp = base;
+  two_mtp.insert(two_mtp.end(), {"--run-options", data_path("run-options/bad-layout-mtp.yaml")});
+  const auto tm = run(two_mtp);
+  CHECK(tm.code == 2);
+  CHECK(tm.err.find("a pipeline_layout string must name the model's 1 MTP depths") != std::string::npos);
   std::vector<std::string> typo = base;
   typo.insert(typo.end(), {"--run-options", data_path("run-options/typo.yaml")});
   const auto t = run(typo);
