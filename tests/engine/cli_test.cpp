@@ -249,50 +249,39 @@ TEST_CASE("estimate: run options from a file (EX5's layers_per_vstage) and from 
                                          "2048",
                                          "--strategy",
                                          "dp=32,tp=2,sp=true,pp=16,ep=64,zero=1,recompute=full,mbs=1"};
-  std::vector<std::string> a = base;
-  a.insert(a.end(), {"--run-options", data_path("run-options/ex5-layout.yaml")});
-  const auto r = run(a);
+  // The estimate with one run-options file of tests/data/run-options.
+  auto with_options = [&](const std::string& file) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), {"--run-options", data_path("run-options/" + file)});
+    return run(a);
+  };
+  const auto r = with_options("ex5-layout.yaml");
   CHECK(r.code == 0);
   // EX5: peak on stage 1, 21,392,336,788 bytes = 19.92 GiB.
   CHECK(r.out.find("peak 19.92 GiB on stage 1") != std::string::npos);
   // The same split as Megatron's layout string.
-  std::vector<std::string> megatron = base;
-  megatron.insert(megatron.end(), {"--run-options", data_path("run-options/ex5-megatron-layout.yaml")});
-  const auto ml = run(megatron);
+  const auto ml = with_options("ex5-megatron-layout.yaml");
   CHECK(ml.code == 0);
   CHECK(ml.out.find("peak 19.92 GiB on stage 1") != std::string::npos);
-  std::vector<std::string> standalone = base;
-  standalone.insert(standalone.end(), {"--run-options", data_path("run-options/bad-pipeline-layout.yaml")});
-  const auto sa = run(standalone);
+  const auto sa = with_options("bad-pipeline-layout.yaml");
   CHECK(sa.code == 2);
   CHECK(sa.err.find("field 'pipeline_layout': an MTP depth 'm' outside the last virtual stage") != std::string::npos);
-  std::vector<std::string> two_mtp = base;
-  two_mtp.insert(two_mtp.end(), {"--run-options", data_path("run-options/bad-layout-mtp.yaml")});
-  const auto tm = run(two_mtp);
+  const auto tm = with_options("bad-layout-mtp.yaml");
   CHECK(tm.code == 2);
   CHECK(tm.err.find("a pipeline_layout string must name the model's 1 MTP depths") != std::string::npos);
-  std::vector<std::string> typo = base;
-  typo.insert(typo.end(), {"--run-options", data_path("run-options/typo.yaml")});
-  const auto t = run(typo);
+  const auto t = with_options("typo.yaml");
   CHECK(t.code == 2);
   CHECK(t.err.find("typo.yaml: field 'layers_per_stage': unknown field") != std::string::npos);
-  std::vector<std::string> sw = base;
-  sw.insert(sw.end(), {"--run-options", data_path("run-options/bad-switches.yaml")});
-  CHECK(run(sw).err.find("field 'recompute_switches.attnBMM': unknown field") != std::string::npos);
-  std::vector<std::string> dispatcher = base;
-  dispatcher.insert(dispatcher.end(), {"--run-options", data_path("run-options/bad-dispatcher.yaml")});
-  const auto d = run(dispatcher);
+  CHECK(with_options("bad-switches.yaml").err.find("field 'recompute_switches.attnBMM': unknown field") !=
+        std::string::npos);
+  const auto d = with_options("bad-dispatcher.yaml");
   CHECK(d.code == 2);
   CHECK(d.err.find("field 'ep_dispatcher': expected alltoall, deepep or hybridep, got 'pigeon'") != std::string::npos);
-  std::vector<std::string> scaling = base;
-  scaling.insert(scaling.end(), {"--run-options", data_path("run-options/bad-fp8-scaling.yaml")});
-  const auto fs = run(scaling);
+  const auto fs = with_options("bad-fp8-scaling.yaml");
   CHECK(fs.code == 2);
   CHECK(fs.err.find("field 'fp8_scaling': expected tensorwise, rowwise or mxfp8, got 'blockwise'") !=
         std::string::npos);
-  std::vector<std::string> overlap = base;
-  overlap.insert(overlap.end(), {"--run-options", data_path("run-options/bad-overlap.yaml")});
-  const auto o = run(overlap);
+  const auto o = with_options("bad-overlap.yaml");
   CHECK(o.code == 2);
   CHECK(o.err.find("field 'tp_overlap'") != std::string::npos);
   std::vector<std::string> flag = base;
