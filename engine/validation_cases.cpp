@@ -185,8 +185,8 @@ bool torchtitan_stack(const ValidationCase& vc) {
 }
 
 // Whether one ';'-separated clause of a case's lower-cased `features.other` names every one of
-// `words` and does not say the setting is off or unknown ("not stated", "not compiled", "off", a clause
-// opening with "no ").
+// `words` and does not say the setting is off or unknown ("not stated", "not compiled", "off",
+// "neither the model nor the loss compiled", a clause opening with "no ").
 bool clause_states(const std::string& other, std::initializer_list<const char*> words) {
   for (std::size_t start = 0; start < other.size();) {
     const std::size_t end = std::min(other.find(';', start), other.size());
@@ -196,6 +196,7 @@ bool clause_states(const std::string& other, std::initializer_list<const char*> 
         std::all_of(words.begin(), words.end(), [&](const char* w) { return clause.find(w) != std::string::npos; });
     const std::size_t first = clause.find_first_not_of(' ');
     const bool negated = clause.find("not ") != std::string::npos || clause.find(" off") != std::string::npos ||
+                         clause.find("neither ") != std::string::npos ||
                          (first != std::string::npos && clause.compare(first, 3, "no ") == 0);
     if (all && !negated) return true;
   }

@@ -363,8 +363,9 @@ TEST_CASE("validation cases: TFLOP/s per GPU over the FLOPs per token of the cas
 }
 
 TEST_CASE("validate reads from features.other the FP8 recipe and a compiled loss") {
-  // new-devices.yaml: the GB200 case names dynamic tensorwise scaling, the GB300 one MXFP8 and
-  // "torch.compile on the model and on the loss".
+  // new-devices.yaml: the GB200 case names dynamic tensorwise scaling and "the loss neither compiled
+  // nor chunked" (a negation: no compiled loss), the GB300 one MXFP8 and "torch.compile on the model
+  // and on the loss".
   const auto cases = load_validation_cases(test::data_path("validation/new-devices.yaml"));
   REQUIRE(cases.size() == 3);
   CHECK(cases[0].run.options.fp8_linears);
