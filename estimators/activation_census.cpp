@@ -203,6 +203,12 @@ double moe_block(const Model& m, const Run& run, const Strategy& s, Census& c) {
   c.add(Op::ffAct, true, n_asg * lin * fe + lin * fsh);
   c.moe_act_tp += n_asg * lin * fe;  // the routed experts' share (Megatron's moe_act reruns it)
   if (m.gated && !swiglu_fused(run)) c.add(Op::other, true, n_asg * o.beta_a * fe + o.beta_a * fsh);
+  // gpt-oss's clamped SwiGLU as eager ops (torchtitan models/gpt_oss/moe.py, swiglu: clamp the gate
+  // and linear halves, out = g·σ(α·g), then out + out·l): the clamps keep their input, the biased up
+  // projection counted above, and autograd saves σ's output, the clamped gate beside it, their
+  // product and the clamped linear half: four tensors of f_e per routed row where the plain SwiGLU
+  // keeps one (its silu output), so three more.
+  if (m.clamped_swiglu && !swiglu_fused(run)) c.add(Op::other, true, 3 * n_asg * o.beta_a * fe);
   // torchtitan's eager combine casts each routed row back in fp32 before the weighted sum
   // (token_dispatcher.py), a copy autograd keeps: 4 bytes per element, k rows (FrameworkProfile).
   if (run.profile.moe_fp32_combine && !run.options.torch_compile) c.add(Op::other, false, 4 * k * h);

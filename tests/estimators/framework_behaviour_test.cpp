@@ -417,6 +417,24 @@ TEST_CASE("eager torchtitan keeps SwiGLU unfused and the MoE combine's fp32 copy
   CHECK(a - b == 77'824);
 }
 
+TEST_CASE("eager gpt-oss keeps four clamped-SwiGLU tensors per routed row where SwiGLU keeps one") {
+  // gpt-oss-120b (expert width 2,880, top-4), eager torchtitan, no recompute, tp 1: the clamped gate,
+  // its sigmoid, their product and the clamped linear half are saved per routed row, three f_e-wide
+  // bf16 tensors more than the plain SwiGLU's silu output: 3 · 2 · 2,880 · 4 = 69,120 bytes per
+  // token. Compiled (one fused kernel) the census is the plain model's either way.
+  auto clamped = make_case(test::data_path("models/gpt-oss-120b.json"), 8, 4096, 8, "dp=8,zero=3", "torchtitan");
+  REQUIRE(clamped.model.clamped_swiglu);
+  auto plain = clamped;
+  plain.model.clamped_swiglu = false;
+  const auto kept = [](const test::Case& c) {
+    const Census census = analytic_census(c.model, c.run, c.strategy, FfnKind::moe);
+    return census.saved_total() + census.saved_tp_total();
+  };
+  CHECK(kept(clamped) - kept(plain) == 69'120);
+  clamped.run.options.torch_compile = plain.run.options.torch_compile = true;
+  CHECK(kept(clamped) == kept(plain));
+}
+
 TEST_CASE("torchtitan's selective recompute is its per-op SAC unless the run says otherwise") {
   // torchtitan.yaml: recompute_switches torchtitan_op, what `export --to torchtitan` writes.
   const auto t = make_case("llama-3.1-8b", 8, 8192, 8, "dp=8,zero=3,recompute=selective", "torchtitan");
