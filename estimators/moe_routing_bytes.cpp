@@ -79,6 +79,37 @@ MoeRoutingBytes megatron_routing(const Model& m, const Run& run, const Strategy&
   return b;
 }
 
+// gpt-oss's experts under eager torchtitan (models/gpt_oss/moe.py at a4ca5a486, 2026-02-24:
+// _run_experts_grouped_mm and swiglu), per routed row, beyond the plain activation (read 2·f,
+// write f) the elementwise ops price. In elements of β_a bytes:
+//  - the biases: each repeated to its rows (repeat_interleave) and added, FC1's 2·f wide and FC2's
+//    h: 2f + (4f + 2f) and h + (2h + h) forward; backward, repeat_interleave's sums read each
+//    bias gradient once, 2f + h;
+//  - the clamped SwiGLU as seven kernels: the two clamps on the strided halves (read f, write f
+//    each), α·g, σ, g·σ (read 2f), l + 1 and (g·σ)·(l + 1) (read 2f): 9f read and 7f written, 13f
+//    beyond the plain activation's 3f. Backward, autograd's: the product's two gradients (3f
+//    each), g·σ's two (3f each), σ's (3f), α's (2f) and the add of g's two gradients (3f), the
+//    clamps' masked gradients (3f each), each strided slice's backward into zeros of 2f (4f each)
+//    and the add of the two (6f): 40f, 34f beyond the plain activation's 6f.
+// Compiled, Inductor fuses all of it into the activation's own kernel (torchtitan_routing's
+// compiled branch adds none).
+struct TorchtitanExpertExtras {
+  double forward = 0, backward = 0;
+};
+TorchtitanExpertExtras torchtitan_expert_extras(const Model& m, const Run& run) {
+  TorchtitanExpertExtras x;
+  const double ba = run.options.beta_a, h = static_cast<double>(m.hidden), f = static_cast<double>(m.expert_ffn);
+  if (m.mlp_bias) {
+    x.forward += ba * (8 * f + 4 * h);
+    x.backward += ba * (2 * f + h);
+  }
+  if (m.clamped_swiglu) {
+    x.forward += ba * 13 * f;
+    x.backward += ba * 34 * f;
+  }
+  return x;
+}
+
 // torchtitan's MoE layer (torchtitan @b5bcd76c6: models/common/moe.py, token_dispatcher.py,
 // ops/scatter_add.py, distributed/activation_checkpoint.py), counted the same way, per token of
 // the layer's input and per routed row, bf16:
@@ -96,37 +127,6 @@ MoeRoutingBytes megatron_routing(const Model& m, const Run& run, const Strategy&
 //  - per-op SAC reruns in the backward: eager, the whole MoE forward but the saved top-k (its 4·E);
 //    compiled, the re-gather from the saved all-to-all output (4·h per row), the argsort and the
 //    router (6·h + 8·E per token, 300 bytes per row).
-// gpt-oss's experts under eager torchtitan (models/gpt_oss/moe.py at a4ca5a486, 2026-02-24:
-// _run_experts_grouped_mm and swiglu), per routed row, beyond the plain activation (read 2·f,
-// write f) the elementwise ops price. In elements of β_a bytes:
-//  - the biases: each repeated to its rows (repeat_interleave) and added, FC1's 2·f wide and FC2's
-//    h: 2f + (4f + 2f) and h + (2h + h) forward; backward, repeat_interleave's sums read each
-//    bias gradient once, 2f + h;
-//  - the clamped SwiGLU as seven kernels: the two clamps on the strided halves (read f, write f
-//    each), α·g, σ, g·σ (read 2f), l + 1 and (g·σ)·(l + 1) (read 2f): 9f read and 7f written, 13f
-//    beyond the plain activation's 3f. Backward, autograd's: the product's two gradients (3f
-//    each), g·σ's two (3f each), σ's (3f), α's (2f) and the add of g's two gradients (3f), the
-//    clamps' masked gradients (3f each), each strided slice's backward into zeros of 2f (4f each)
-//    and the add of the two (6f): 43f, 37f beyond the plain activation's 6f.
-// Compiled, Inductor fuses all of it into the activation's own kernel: none.
-struct TorchtitanExpertExtras {
-  double forward = 0, backward = 0;
-};
-TorchtitanExpertExtras torchtitan_expert_extras(const Model& m, const Run& run) {
-  TorchtitanExpertExtras x;
-  if (run.options.torch_compile) return x;
-  const double ba = run.options.beta_a, h = static_cast<double>(m.hidden), f = static_cast<double>(m.expert_ffn);
-  if (m.mlp_bias) {
-    x.forward += ba * (8 * f + 4 * h);
-    x.backward += ba * (2 * f + h);
-  }
-  if (m.clamped_swiglu) {
-    x.forward += ba * 13 * f;
-    x.backward += ba * 37 * f;
-  }
-  return x;
-}
-
 MoeRoutingBytes torchtitan_routing(const Model& m, const Run& run, const Strategy& s, double rho) {
   MoeRoutingBytes b;
   const double h = static_cast<double>(m.hidden), E = static_cast<double>(m.experts);
