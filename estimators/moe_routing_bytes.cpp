@@ -93,11 +93,8 @@ MoeRoutingBytes megatron_routing(const Model& m, const Run& run, const Strategy&
 //    and the add of the two (6f): 40f, 34f beyond the plain activation's 6f.
 // Compiled, Inductor fuses all of it into the activation's own kernel (torchtitan_routing's
 // compiled branch adds none).
-struct TorchtitanExpertExtras {
-  double forward = 0, backward = 0;
-};
-TorchtitanExpertExtras torchtitan_expert_extras(const Model& m, const Run& run) {
-  TorchtitanExpertExtras x;
+MoeRoutingBytes torchtitan_expert_extras(const Model& m, const Run& run) {
+  MoeRoutingBytes x;
   const double ba = run.options.beta_a, h = static_cast<double>(m.hidden), f = static_cast<double>(m.expert_ffn);
   if (m.mlp_bias) {
     x.forward += ba * (8 * f + 4 * h);
@@ -139,7 +136,7 @@ MoeRoutingBytes torchtitan_routing(const Model& m, const Run& run, const Strateg
   } else {
     b.forward = rows * (34 * h + 650) + tokens * (16 * h + 22 * E);
     b.backward = rows * (60 * h + 550) + tokens * (18 * h + 16 * E);
-    const TorchtitanExpertExtras extras = torchtitan_expert_extras(m, run);
+    const MoeRoutingBytes extras = torchtitan_expert_extras(m, run);
     b.forward += rows * extras.forward;
     b.backward += rows * extras.backward;
     b.sac_recompute = b.forward - tokens * 4 * E;

@@ -224,10 +224,12 @@ std::string explain_rule(HardRule r, const Model& m, const Run& run, const Clust
              " layers";
     case HardRule::H12b:
       return "H12b: layers_per_vstage must have pp·vpp non-negative entries summing to the layers, first/last stage "
-             "counts must leave an exact split with at least vpp layers per stage, full_layers_per_vstage must "
-             "have pp·vpp entries none above its virtual stage's layers, and a pipeline_layout string must name the "
-             "model's " +
-             to_string(m.mtp_depths) + " MTP depths";
+             "counts must leave an exact split with at least vpp layers per stage, and full_layers_per_vstage must "
+             "have pp·vpp entries none above its virtual stage's layers" +
+             // The MTP clause only where a layout string named depths (RunOptions::layout_mtp_depths).
+             (run.options.layout_mtp_depths >= 0
+                  ? "; a pipeline_layout string must name the model's " + to_string(m.mtp_depths) + " MTP depths"
+                  : std::string());
     case HardRule::H13: return "H13: vpp >= 2 needs pp >= 2";
     case HardRule::H14:
       return std::string("H14: schedule ") + to_string(s.schedule) + " does not match pp " + to_string(s.pp) +
