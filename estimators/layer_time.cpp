@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "estimators/attention_head_width.hpp"
+#include "estimators/attention_tiles.hpp"
 #include "estimators/collectives.hpp"
 #include "estimators/expert_node_spread.hpp"
 #include "estimators/fp8_casts.hpp"
@@ -116,7 +117,11 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     // [b·n_p, s_q, s_k], then FusedScaleMaskSoftmax masks), so they do 1/kCausalFactor (and
     // 1/window_share) times the FLOPs the model counts.
     const double full_square = core && !run.flash_attention ? 1 / (kCausalFactor * window_share(m, seq)) : 1;
-    const double F = op.flops * full_square / shards;
+    // A fused kernel on windowed or chunked layers visits whole key tiles and pays each query
+    // tile's fixed cost: its time is tiled_core_share of the causal core's, not the window's share
+    // of the FLOPs (attention_tiles.hpp).
+    const double tiled = core && run.flash_attention ? tiled_core_share(m, seq) / window_share(m, seq) : 1;
+    const double F = op.flops * full_square * tiled / shards;
     // The attention core's FLOPs take its head width's time.
     double f = kernel_time(d, core ? eta.core : eta.linear, core ? F * width.forward : F);
     if (ffn == FfnKind::moe && op.role == OpRole::ffn_proj) {
