@@ -120,7 +120,7 @@ FrameworkProfile load_framework_profile(const std::string& name, const InputOrig
   p.host_launch_time = f.optional_number("host_launch_time", 0, 1).value_or(0);
   p.host_expert_launch_time = f.optional_number("host_expert_launch_time", 0, 1).value_or(p.host_launch_time);
   p.host_op_launch_time = f.optional_number("host_op_launch_time", 0, 1).value_or(p.host_launch_time);
-  p.hybridep_overlap_share = f.optional_number("hybridep_overlap_share", 0, 1).value_or(1);
+  p.ep_overlap_share = f.optional_number("ep_overlap_share", 0, 1).value_or(1);
   p.interleaved_p2p_overlap = f.optional_bool("interleaved_p2p_overlap").value_or(false);
   p.recompute_switches = f.optional_string("recompute_switches").value_or("");
   p.step_casts_grads_to_fp32 = f.optional_bool("step_casts_grads_to_fp32").value_or(false);

@@ -406,10 +406,11 @@ void ep_time(LayerTime& t, const Model& m, const Run& run, const Device& d, cons
   // overlap_moe_expert_parallel_comm pairs one micro-batch's forward of the layer with another's
   // backward, so both directions' collectives hide behind the layer's forward and backward
   // compute, and what they exceed it by stays exposed (each direction keeps its share); the other
-  // micro-batch's work fills the host's idle time the same way. HybridEP's kernels hide less of
-  // it (the profile's hybridep_overlap_share).
+  // micro-batch's work fills the host's idle time the same way. Not all of it runs beside that
+  // compute: the profile's ep_overlap_share of it does, the same for every dispatcher, as the
+  // schedule sets it (data/frameworks/megatron.yaml).
   const double raw = 2 * forward + planning + host.forward + host.backward;
-  const double share = o.ep_dispatch == EpDispatch::hybridep ? run.profile.hybridep_overlap_share : 1.0;
+  const double share = run.profile.ep_overlap_share;
   const double hidden = std::min(o.ep_overlap * share * raw, t.forward + t.backward);
   const double kept = raw > 0 ? 1 - hidden / raw : 0;
   t.ep_forward = (forward + planning + host.forward) * kept;

@@ -129,9 +129,10 @@ struct FrameworkProfile {
   // experts' bias parameters (moe_host_issue.hpp); a profile that does not say issues them at
   // host_launch_time.
   double host_op_launch_time = 0;
-  // The share of HybridEP's EP traffic the framework's EP overlap hides (§7.6's ω_ep scaled by
-  // it); 1: as much as any dispatcher's.
-  double hybridep_overlap_share = 1.0;
+  // The share of a layer's EP traffic the framework's EP overlap hides (§7.6's ω_ep scaled by it),
+  // whatever the dispatcher: what its schedule lets run beside compute. 1: all of it, up to the
+  // compute it runs beside.
+  double ep_overlap_share = 1.0;
   // The pipeline's point-to-point hides behind compute under an interleaved schedule
   // (pipeline_hops.hpp): Megatron-LM's default.
   bool interleaved_p2p_overlap = false;

@@ -144,6 +144,7 @@ TEST_CASE("torch.compile and FP8 linears only ever shorten the step under the to
 TEST_CASE("overlap switches of §7.6 expose what they say") {
   auto base = make_case("mixtral-8x7b", 64, 4096, 256, "tp=2,sp=true,pp=4,cp=2,cp_algo=ring,ep=8,zero=1");
   base.run.profile.host_launch_time = 0;  // the collectives alone (the host's issue: moe_host_issue_test)
+  base.run.profile.ep_overlap_share = 1;  // the schedule's pairing alone (the share: below)
   const TimeReport r0 = timing(base);
   REQUIRE(r0.comm_tp > 0);
   REQUIRE(r0.comm_ep > 0);
@@ -162,6 +163,7 @@ TEST_CASE("overlap switches of §7.6 expose what they say") {
   {  // EP overlap hides no more than the layer's compute: 2·C of all-to-alls (both directions)
      // beside F + B of compute leave 2·C − min(ω_ep·2·C, F + B) exposed, here 2·C − (F + B).
     auto c = make_case("qwen3-30b-a3b", 64, 4096, 256, "dp=64,ep=64,zero=1,mbs=1");
+    c.run.profile.ep_overlap_share = 1;
     const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
     c.run.options.ep_overlap = 1;
     const LayerTime hidden = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
@@ -170,15 +172,19 @@ TEST_CASE("overlap switches of §7.6 expose what they say") {
     // Each direction keeps its share: the forward's all-to-alls and its split exchange.
     CHECK(hidden.ep_forward == doctest::Approx(hidden.ep * plain.ep_forward / plain.ep));
   }
-  {  // HybridEP: the overlap hides the Megatron profile's 36.55 % of its traffic (within one node of
-     // 8 its EP all fits beside the compute): 0.6345 of it stays exposed.
-    auto c = make_case("qwen3-30b-a3b", 8, 4096, 256, "dp=8,ep=8,zero=1,mbs=1");
-    c.run.options.ep_dispatch = EpDispatch::hybridep;
-    const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
-    c.run.options.ep_overlap = 1;
-    const LayerTime hidden = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
-    REQUIRE(0.3655 * plain.ep < plain.forward + plain.backward);
-    CHECK(hidden.ep == doctest::Approx((1 - 0.3655) * plain.ep));
+  {  // The overlap hides the Megatron profile's 36.55 % of the EP traffic (within one node of 8 it
+     // all fits beside the compute), HybridEP's and the all-to-all dispatcher's alike: 0.6345 of it
+     // stays exposed.
+    for (const EpDispatch dispatch : {EpDispatch::hybridep, EpDispatch::all_to_all}) {
+      auto c = make_case("qwen3-30b-a3b", 8, 4096, 256, "dp=8,ep=8,zero=1,mbs=1");
+      REQUIRE(c.run.profile.ep_overlap_share == 0.3655);
+      c.run.options.ep_dispatch = dispatch;
+      const LayerTime plain = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+      c.run.options.ep_overlap = 1;
+      const LayerTime hidden = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+      REQUIRE(0.3655 * plain.ep < plain.forward + plain.backward);
+      CHECK(hidden.ep == doctest::Approx((1 - 0.3655) * plain.ep));
+    }
   }
   {  // Megatron's overlap_p2p_comm: no PP hop exposed.
     auto c = base;
