@@ -135,6 +135,25 @@ std::vector<Residual> residuals_of(const Summary& s) {
   return out;
 }
 
+Coverage band_coverage(const std::vector<Residual>& cases, const std::vector<Residual>& pool) {
+  Coverage cov;
+  const double w_memory = borrowed_widening(pool, Quantity::memory);
+  const double w_time = borrowed_widening(pool, Quantity::step_time);
+  auto inside = [&](const Residual& r, const std::optional<double>& ratio, Quantity q, double w, std::int64_t& in,
+                    std::int64_t& n) {
+    if (!ratio) return;
+    const Band b = band_for(pool, r.family, q, w);
+    if (b.cases == 0) return;
+    ++n;
+    if (*ratio >= b.lo && *ratio <= b.hi) ++in;
+  };
+  for (const Residual& r : cases) {
+    inside(r, r.memory, Quantity::memory, w_memory, cov.memory_in, cov.memory_cases);
+    inside(r, r.step_time, Quantity::step_time, w_time, cov.time_in, cov.time_cases);
+  }
+  return cov;
+}
+
 Coverage held_out_coverage(const Summary& s) {
   const std::vector<Residual> all = residuals_of(s);
   Coverage cov;

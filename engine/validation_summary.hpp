@@ -102,5 +102,9 @@ struct Coverage {
   std::int64_t memory_in = 0, memory_cases = 0, time_in = 0, time_cases = 0;
 };
 Coverage held_out_coverage(const Summary& s);
+// How many of `cases` fall inside the band their family draws from `pool`, borrowed bands widened
+// by the pool's own borrowed_widening: with the bundled residuals as the pool, the bands that
+// estimate, search and check print, judged on these cases (in-sample for the cases the pool holds).
+Coverage band_coverage(const std::vector<Residual>& cases, const std::vector<Residual>& pool);
 
 }  // namespace meshfit

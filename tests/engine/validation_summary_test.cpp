@@ -32,3 +32,22 @@ TEST_CASE("validate: a measured throughput above the device's peak under the sta
   for (const Residual& r : residuals_of(s))
     CHECK(r.step_time.has_value() == (r.id == cases[0].id || r.id == cases[3].id));
 }
+
+TEST_CASE("validate: the shipped bands' coverage counts the cases inside their family's p10-p90") {
+  // A pool of ten step-time residuals of one family, 0.90, 0.92, ..., 1.08 (kMinFamilyCases = 8,
+  // so the family's own band, unwidened): Hyndman–Fan type 6 puts p10 at rank 1.1, 0.902, and
+  // p90 at rank 9.9, 1.078.
+  const Family f{"megatron", true, "selective", "blackwell"};
+  std::vector<Residual> pool;
+  for (int i = 0; i < 10; ++i) pool.push_back({"pool" + std::to_string(i), f, std::nullopt, 0.90 + 0.02 * i});
+  std::vector<Residual> cases = {{"a", f, std::nullopt, 0.95},
+                                 {"b", f, std::nullopt, 1.0},
+                                 {"c", f, std::nullopt, 0.901},
+                                 {"d", f, std::nullopt, 1.079},
+                                 {"e", f, std::nullopt, std::nullopt}};
+  const Coverage c = band_coverage(cases, pool);
+  CHECK(c.time_cases == 4);  // e measured no step time
+  CHECK(c.time_in == 2);
+  CHECK(c.memory_cases == 0);  // the pool measured no memory: no band to judge by
+  CHECK(c.memory_in == 0);
+}
