@@ -152,6 +152,15 @@ TrainerConfig megatron_args(const Model& m, const Run& run, const Strategy& s) {
         "the estimate takes Transformer Engine's fused cross-entropy (te_cross_entropy), which Megatron-LM's "
         "arguments reject; these arguments run its unfused loss, which holds more memory on the last stage");
   }
+  // FP8 attention is a TransformerConfig field Megatron-LM's arguments leave without a flag
+  // (arguments.py lists fp8_dot_product_attention among the fields with no CLI argument);
+  // Megatron-Bridge sets it in its mixed-precision config.
+  if (o.fp8_attention) {
+    r.notes.push_back(
+        "the estimate runs the attention core in FP8 (fp8_attention), which Megatron-LM's arguments cannot "
+        "set (TransformerConfig.fp8_dot_product_attention has no flag; Megatron-Bridge's mixed-precision "
+        "config sets it); these arguments run it in bf16");
+  }
   return r;
 }
 

@@ -96,6 +96,7 @@ const std::vector<std::string> kRunOptionKeys = {"flash_attention",
                                                  "cuda_graph_moe_router",
                                                  "rope_fusion",
                                                  "te_fused_grouped_mlp",
+                                                 "fp8_attention",
                                                  "tp_overlap",
                                                  "ep_overlap",
                                                  "cp_overlap",
@@ -228,6 +229,7 @@ void read_parallel_options(const OptionReader& r, const std::string& source, Run
   r.flag("cuda_graph_moe_router", o.cuda_graph_moe_router);
   r.flag("rope_fusion", o.rope_fusion);
   r.flag("te_fused_grouped_mlp", o.te_fused_grouped_mlp);
+  r.flag("fp8_attention", o.fp8_attention);
   r.number("tp_overlap", o.tp_overlap, 0, 1);
   r.number("ep_overlap", o.ep_overlap, 0, 1);
   r.flag("cp_overlap", o.cp_overlap);

@@ -315,6 +315,9 @@ void read_case_run(ValidationCase& vc, const Fields& c, const std::string& src, 
   if (clause_states(other, {"rope fusion"})) vc.run.options.rope_fusion = true;
   // And Transformer Engine's fused grouped MLP ("op fuser with the CuTe DSL fused grouped MLP").
   if (clause_states(other, {"fused grouped mlp"})) vc.run.options.te_fused_grouped_mlp = true;
+  // And FP8 attention ("FP8 attention (fp8_dot_product_attention True)"; "FP8 attention off" says
+  // the opposite).
+  if (clause_states(other, {"fp8 attention"})) vc.run.options.fp8_attention = true;
   // So is the FP8 scaling recipe ("float8 rowwise", "float8 tensorwise", "MXFP8").
   if (fp8 && other.find("rowwise") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::rowwise;
   if (fp8 && other.find("mxfp8") != std::string::npos) vc.run.options.fp8_scaling = Fp8Scaling::mxfp8;

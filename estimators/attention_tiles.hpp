@@ -19,6 +19,14 @@
 // against 0.465, GB300 0.142 against 0.202 and 0.431 against 0.442; a 1,024-token window on H200
 // (64 query and 8 key heads of 64), 0.359 against 0.358 and 0.998 against 1.042. The share of
 // useful FLOPs alone (window_share) put them at 0.034 / 0.090 ms (GB200) and 0.257 / 0.713 (H200).
+//
+// FP8 attention (RunOptions::fp8_attention) skips no key tile in its backward: the same benchmark's
+// FP8 and MXFP8 windowed backward grows as the square of the length (GB200 FP8: 0.467, 1.73, 6.18,
+// 23.2, 90.3 ms from 2,048 to 32,768 tokens; GB300 likewise), where its forward, and the bf16
+// backward, grow linearly. At 4,096 tokens that is 1.73 ms against 1.46 for the causal core at
+// bf16's rate and heads of 64: a windowed layer's FP8 backward costs a causal one's. The FP8
+// kernels' own speed (causal, 4,096 to 8,192 tokens: forward 1.2 to 1.56 times bf16's, backward
+// 0.92 to 1.24 times, by device and recipe) is not modelled: the core's time is bf16's.
 #pragma once
 
 #include "estimators/model.hpp"

@@ -120,8 +120,11 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     // A fused kernel on windowed or chunked layers visits whole key tiles and pays each query
     // tile's fixed cost: its time is tiled_core_share of the causal core's, not the window's share
     // of the FLOPs (attention_tiles.hpp).
+    // Under FP8 attention the backward visits every key tile up to the diagonal (attention_tiles.hpp).
     const double tiled = core && run.flash_attention ? tiled_core_share(m, seq) / window_share(m, seq) : 1;
+    const double tiled_backward = core && run.flash_attention && o.fp8_attention ? 1 / window_share(m, seq) : tiled;
     const double F = op.flops * full_square * tiled / shards;
+    const double F_backward = op.flops * full_square * tiled_backward / shards;
     // The attention core's FLOPs take its head width's time.
     double f = kernel_time(d, core ? eta.core : eta.linear, core ? F * width.forward : F);
     if (ffn == FfnKind::moe && op.role == OpRole::ffn_proj) {
@@ -137,7 +140,7 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
       const double score_b = run.flash_attention ? 0 : scores * run.profile.unfused_score_bytes_backward / hbm;
       f += score_f;
       t.core_forward = f;
-      t.backward += kernel_time(d, eta.core, core_backward_ratio(run) * F * width.backward) + score_b;
+      t.backward += kernel_time(d, eta.core, core_backward_ratio(run) * F_backward * width.backward) + score_b;
     }
     t.forward += f;
     if (!core) {

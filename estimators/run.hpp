@@ -336,6 +336,10 @@ struct RunOptions {
   bool torch_compile = false;  // the model runs under torch.compile
   bool fp8_linears = false;    // the body's linear layers run in FP8 (the output head stays bf16)
   Fp8Scaling fp8_scaling = Fp8Scaling::tensorwise;
+  // The attention core runs in FP8 too (Megatron-Core's fp8_dot_product_attention, Transformer
+  // Engine's fp8_dpa): cuDNN's FP8 backward visits every key tile up to the diagonal on a windowed
+  // layer (attention_tiles.hpp), so that layer's backward costs a causal core's.
+  bool fp8_attention = false;
 };
 
 // ρ_e: routed rows per token and top-k slot, as the capacity factor drops or pads them, or as the

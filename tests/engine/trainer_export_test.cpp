@@ -149,6 +149,17 @@ TEST_CASE("export: Megatron-LM arguments say they run the unfused loss the estim
   CHECK_FALSE(has(megatron_llama8b("").err, "cross-entropy"));
 }
 
+TEST_CASE("export: Megatron-LM arguments say they run in bf16 the attention the estimate ran in FP8") {
+  // arguments.py (d98e8a6) lists fp8_dot_product_attention among the TransformerConfig fields with
+  // no CLI argument: no flag, and a note on stderr.
+  const auto r = megatron_llama8b("fp8-attention.yaml");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "--fp8-format hybrid"));
+  CHECK_FALSE(has(r.out, "dot-product"));
+  CHECK(has(r.err, "attention core in FP8"));
+  CHECK_FALSE(has(megatron_llama8b("fp8-param-gather.yaml").err, "attention core in FP8"));
+}
+
 TEST_CASE("export: run options the estimate took are Megatron-LM arguments") {
   struct Row {
     const char* run_options;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "estimator_fixture.hpp"
+#include "estimators/attention_head_width.hpp"
 #include "estimators/attention_tiles.hpp"
 #include "estimators/layer_flops.hpp"
 #include "estimators/layer_time.hpp"
@@ -48,4 +49,13 @@ TEST_CASE("a layer's fused core takes the tiled share of the causal core's time;
   const double launch = d.kernel_overhead / (d.eta_max * kernel_scales(c.run, d, c.strategy).core);
   const double share = (7.71875 / 22.25 + 1) / 2;
   CHECK(windowed.core_forward - launch == doctest::Approx((full.core_forward - launch) * share).epsilon(1e-12));
+  // FP8 attention: the forward as above, the backward the causal core's. The core's backward is
+  // ρ_core = 2.5 times the forward's FLOPs at the backward's width scale, so it grows by
+  // 2.5 · (s_b/s_f) · (causal forward kernel's FLOP time) · (1 − share).
+  c.run.options.fp8_attention = true;
+  const LayerTime fp8 = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  const AttentionWidthScale w = attention_width_scale(c.model, d);
+  CHECK(fp8.core_forward == doctest::Approx(windowed.core_forward).epsilon(1e-12));
+  CHECK(fp8.backward - windowed.backward ==
+        doctest::Approx(2.5 * w.backward / w.forward * (full.core_forward - launch) * (1 - share)).epsilon(1e-9));
 }

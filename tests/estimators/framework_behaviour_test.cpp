@@ -370,6 +370,10 @@ TEST_CASE("validate: a HybridEP case's static token budget and EP overlap, from 
   CHECK(cases[0].run.options.te_fused_grouped_mlp);
   CHECK_FALSE(cases[1].run.options.te_fused_grouped_mlp);
   CHECK_FALSE(cases[2].run.options.te_fused_grouped_mlp);
+  // "FP8 attention (fp8_dot_product_attention True)"; "FP8 attention off" and unstated are not.
+  CHECK(cases[0].run.options.fp8_attention);
+  CHECK_FALSE(cases[1].run.options.fp8_attention);
+  CHECK_FALSE(cases[2].run.options.fp8_attention);
 }
 
 TEST_CASE("validate: a Megatron case with layers its stages do not divide takes Megatron-Bridge's split") {
