@@ -119,8 +119,8 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     const double full_square = core && !run.flash_attention ? 1 / (kCausalFactor * window_share(m, seq)) : 1;
     // A fused kernel on windowed or chunked layers visits whole key tiles and pays each query
     // tile's fixed cost: its time is tiled_core_share of the causal core's, not the window's share
-    // of the FLOPs (attention_tiles.hpp).
-    // Under FP8 attention the backward visits every key tile up to the diagonal (attention_tiles.hpp).
+    // of the FLOPs; under FP8 attention its backward visits every key tile up to the diagonal, the
+    // causal core's (attention_tiles.hpp).
     const double tiled = core && run.flash_attention ? tiled_core_share(m, seq) / window_share(m, seq) : 1;
     const double tiled_backward = core && run.flash_attention && o.fp8_attention ? 1 / window_share(m, seq) : tiled;
     const double F = op.flops * full_square * tiled / shards;
