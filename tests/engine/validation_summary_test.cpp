@@ -39,6 +39,7 @@ TEST_CASE("validate: the shipped bands' coverage counts the cases inside their f
   // p90 at rank 9.9, 1.078.
   const Family f{"megatron", true, "selective", "blackwell"};
   std::vector<Residual> pool;
+  pool.reserve(10);
   for (int i = 0; i < 10; ++i) pool.push_back({"pool" + std::to_string(i), f, std::nullopt, 0.90 + 0.02 * i});
   std::vector<Residual> cases = {{"a", f, std::nullopt, 0.95},
                                  {"b", f, std::nullopt, 1.0},
