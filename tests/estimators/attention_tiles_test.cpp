@@ -58,4 +58,11 @@ TEST_CASE("a layer's fused core takes the tiled share of the causal core's time;
   CHECK(fp8.core_forward == doctest::Approx(windowed.core_forward).epsilon(1e-12));
   CHECK(fp8.backward - windowed.backward ==
         doctest::Approx(2.5 * w.backward / w.forward * (full.core_forward - launch) * (1 - share)).epsilon(1e-9));
+  // Unfused attention computes the whole s × s square whatever the window: windowed or not, the
+  // same core.
+  c.run.options.fp8_attention = false;
+  c.run.flash_attention = false;
+  const LayerTime unfused_windowed = layer_time(c.model, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  const LayerTime unfused_full = layer_time(causal, c.run, c.cluster.device, c.strategy, FfnKind::moe);
+  CHECK(unfused_windowed.core_forward == doctest::Approx(unfused_full.core_forward).epsilon(1e-12));
 }
