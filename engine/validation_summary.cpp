@@ -137,13 +137,19 @@ std::vector<Residual> residuals_of(const Summary& s) {
 
 Coverage band_coverage(const std::vector<Residual>& cases, const std::vector<Residual>& pool) {
   Coverage cov;
-  const double w_memory = borrowed_widening(pool, Quantity::memory);
-  const double w_time = borrowed_widening(pool, Quantity::step_time);
+  // Each quantity's widening, only where some case measured it (each is a leave-one-family-out pass).
+  auto widening = [&](Quantity q, bool measured) { return measured ? borrowed_widening(pool, q) : 1.0; };
+  const double w_memory =
+      widening(Quantity::memory,
+               std::any_of(cases.begin(), cases.end(), [](const Residual& r) { return r.memory.has_value(); }));
+  const double w_time =
+      widening(Quantity::step_time,
+               std::any_of(cases.begin(), cases.end(), [](const Residual& r) { return r.step_time.has_value(); }));
   auto inside = [&](const Residual& r, const std::optional<double>& ratio, Quantity q, double w, std::int64_t& in,
                     std::int64_t& n) {
     if (!ratio) return;
     const Band b = band_for(pool, r.family, q, w);
-    if (b.cases == 0) return;
+    if (b.cases == 0) return;  // the pool measured no such quantity: no band to hold it
     ++n;
     if (*ratio >= b.lo && *ratio <= b.hi) ++in;
   };
@@ -156,21 +162,20 @@ Coverage band_coverage(const std::vector<Residual>& cases, const std::vector<Res
 
 Coverage held_out_coverage(const Summary& s) {
   const std::vector<Residual> all = residuals_of(s);
+  std::vector<std::string> sources;
+  for (const Row& r : s.rows) {
+    if (std::find(sources.begin(), sources.end(), r.c->source) == sources.end()) sources.push_back(r.c->source);
+  }
+  // Each source's cases against the bands the other sources' residuals draw.
   Coverage cov;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    std::vector<Residual> others;
-    for (std::size_t k = 0; k < all.size(); ++k) {
-      if (s.rows[k].c->source != s.rows[i].c->source) others.push_back(all[k]);
-    }
-    auto inside = [&](const std::optional<double>& ratio, Quantity q, std::int64_t& in, std::int64_t& cases) {
-      if (!ratio) return;
-      const Band b = band_for(others, all[i].family, q, borrowed_widening(others, q));
-      if (b.cases == 0) return;  // no other source measured this quantity: no band to hold it
-      ++cases;
-      if (*ratio >= b.lo && *ratio <= b.hi) ++in;
-    };
-    inside(all[i].memory, Quantity::memory, cov.memory_in, cov.memory_cases);
-    inside(all[i].step_time, Quantity::step_time, cov.time_in, cov.time_cases);
+  for (const std::string& source : sources) {
+    std::vector<Residual> theirs, others;
+    for (std::size_t k = 0; k < all.size(); ++k) (s.rows[k].c->source == source ? theirs : others).push_back(all[k]);
+    const Coverage c = band_coverage(theirs, others);
+    cov.memory_in += c.memory_in;
+    cov.memory_cases += c.memory_cases;
+    cov.time_in += c.time_in;
+    cov.time_cases += c.time_cases;
   }
   return cov;
 }

@@ -1,6 +1,5 @@
 #include "estimators/attention_tiles.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 namespace meshfit {
@@ -23,15 +22,10 @@ double key_tiles_per_query_tile(double seq, double window, double chunk) {
 
 double tiled_core_share(const Model& m, double seq) {
   if (m.layer_window.empty() && m.layer_chunk.empty()) return 1;
-  const std::size_t L = std::max(m.layer_window.size(), m.layer_chunk.size());
   const double causal = causal_tiles(seq) + kQueryTileOverhead;
-  double share = 0;
-  for (std::size_t l = 0; l < L; ++l) {
-    const double window = l < m.layer_window.size() ? static_cast<double>(m.layer_window[l]) : 0;
-    const double chunk = l < m.layer_chunk.size() ? static_cast<double>(m.layer_chunk[l]) : 0;
-    share += (key_tiles_per_query_tile(seq, window, chunk) + kQueryTileOverhead) / causal;
-  }
-  return share / static_cast<double>(L);
+  return mean_over_attention_layers(m, [&](double window, double chunk) {
+    return (key_tiles_per_query_tile(seq, window, chunk) + kQueryTileOverhead) / causal;
+  });
 }
 
 }  // namespace meshfit

@@ -20,22 +20,15 @@ double flops_core(const LayerFlops& f) {
 
 double window_share(const Model& m, double s) {
   if (m.layer_window.empty() && m.layer_chunk.empty()) return 1;
-  const std::size_t L = std::max(m.layer_window.size(), m.layer_chunk.size());
-  double share = 0;
-  for (std::size_t l = 0; l < L; ++l) {
-    const std::int64_t window = l < m.layer_window.size() ? m.layer_window[l] : 0;
-    const std::int64_t chunk = l < m.layer_chunk.size() ? m.layer_chunk[l] : 0;
-    const double w = static_cast<double>(window), c = static_cast<double>(chunk);
-    if (chunk > 0 && c < s) {
+  return mean_over_attention_layers(m, [s](double w, double c) {
+    if (c > 0 && c < s) {
       // Query i attends (i mod c) + 1 keys: q = ⌊s/c⌋ whole chunks of c(c + 1)/2 and a last one of
       // r = s − qc tokens, r(r + 1)/2.
       const double q = std::floor(s / c), r = s - q * c;
-      share += (q * c * (c + 1) / 2 + r * (r + 1) / 2) / (kCausalFactor * s * s);
-    } else {
-      share += window > 0 && w < s ? (w * s - w * (w - 1) / 2) / (kCausalFactor * s * s) : 1;
+      return (q * c * (c + 1) / 2 + r * (r + 1) / 2) / (kCausalFactor * s * s);
     }
-  }
-  return share / static_cast<double>(L);
+    return w > 0 && w < s ? (w * s - w * (w - 1) / 2) / (kCausalFactor * s * s) : 1.0;
+  });
 }
 
 LayerFlops layer_flops(const Model& m, FfnKind ffn, double n_tok, double s, double b, double load) {

@@ -116,13 +116,14 @@ void compute_time(LayerTime& t, const Model& m, const Run& run, const Device& d,
     // is applied after them (Megatron-Core dot_product_attention.py: torch.baddbmm over
     // [b·n_p, s_q, s_k], then FusedScaleMaskSoftmax masks), so they do 1/kCausalFactor (and
     // 1/window_share) times the FLOPs the model counts.
-    const double full_square = core && !run.flash_attention ? 1 / (kCausalFactor * window_share(m, seq)) : 1;
+    const double ws = core ? window_share(m, seq) : 1;
+    const double full_square = core && !run.flash_attention ? 1 / (kCausalFactor * ws) : 1;
     // A fused kernel on windowed or chunked layers visits whole key tiles and pays each query
     // tile's fixed cost: its time is tiled_core_share of the causal core's, not the window's share
     // of the FLOPs; under FP8 attention its backward visits every key tile up to the diagonal, the
     // causal core's (attention_tiles.hpp).
-    const double tiled = core && run.flash_attention ? tiled_core_share(m, seq) / window_share(m, seq) : 1;
-    const double tiled_backward = core && run.flash_attention && o.fp8_attention ? 1 / window_share(m, seq) : tiled;
+    const double tiled = core && run.flash_attention ? tiled_core_share(m, seq) / ws : 1;
+    const double tiled_backward = core && run.flash_attention && o.fp8_attention ? 1 / ws : tiled;
     const double F = op.flops * full_square * tiled / shards;
     const double F_backward = op.flops * full_square * tiled_backward / shards;
     // The attention core's FLOPs take its head width's time.

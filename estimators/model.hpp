@@ -2,6 +2,7 @@
 // Plain data: the estimators read it, nothing here parses or checks.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -103,5 +104,20 @@ struct Model {
   std::int64_t qk_head_dim() const;  // d_qk
   std::int64_t v_dim() const;        // d_v
 };
+
+// The body layers' mean of f(window, chunk), each 0 where the layer has none (layer_window,
+// layer_chunk); the callers return their no-window value before calling it on a model with neither.
+template <class F>
+double mean_over_attention_layers(const Model& m, F f) {
+  const std::size_t L = std::max(m.layer_window.size(), m.layer_chunk.size());
+  if (L == 0) return 0;
+  double sum = 0;
+  for (std::size_t l = 0; l < L; ++l) {
+    const double window = l < m.layer_window.size() ? static_cast<double>(m.layer_window[l]) : 0;
+    const double chunk = l < m.layer_chunk.size() ? static_cast<double>(m.layer_chunk[l]) : 0;
+    sum += f(window, chunk);
+  }
+  return sum / static_cast<double>(L);
+}
 
 }  // namespace meshfit
